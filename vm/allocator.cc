@@ -1,0 +1,127 @@
+#include "vm/allocator.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <map>
+
+#include "vm/error.h"
+
+namespace dynvm::vm {
+
+PooledAllocator::PooledAllocator(Device device, DeviceAPI& api, size_t max_cached_bytes)
+    : device_(device), api_(api), max_cached_bytes_(max_cached_bytes) {}
+
+PooledAllocator::~PooledAllocator() { release_cached(); }
+
+size_t PooledAllocator::size_class(size_t bytes) {
+  if (bytes <= kTensorAlignment) return kTensorAlignment;
+  // Four classes per power of two: 2^k, 1.25*2^k, 1.5*2^k, 1.75*2^k.
+  size_t pow = std::bit_floor(bytes);
+  size_t step = pow / 4;
+  size_t rounded = (bytes + step - 1) / step * step;
+  return std::max(rounded, kTensorAlignment);
+}
+
+Block PooledAllocator::alloc(size_t bytes) {
+  size_t capacity = size_class(bytes);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = by_class_.find(capacity);
+    if (it != by_class_.end() && !it->second.empty()) {
+      Lru::iterator entry = it->second.back();
+      it->second.pop_back();
+      void* ptr = entry->ptr;
+      lru_.erase(entry);
+      stats_.cached_bytes -= capacity;
+      stats_.live_bytes += capacity;
+      ++stats_.reuses;
+      return Block{ptr, capacity};
+    }
+  }
+  void* ptr = nullptr;
+  try {
+    ptr = api_.alloc(capacity, kTensorAlignment);
+  } catch (const UserError&) {
+    // Out of memory: give the cache back and try once more before failing.
+    release_cached();
+    ptr = api_.alloc(capacity, kTensorAlignment);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ++stats_.device_allocs;
+  stats_.live_bytes += capacity;
+  stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.live_bytes + stats_.cached_bytes);
+  return Block{ptr, capacity};
+}
+
+void PooledAllocator::free(Block block) {
+  if (block.ptr == nullptr) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.live_bytes -= block.capacity;
+  if (block.capacity > max_cached_bytes_) {
+    api_.free(block.ptr);
+    ++stats_.evictions;
+    return;
+  }
+  evict_to(max_cached_bytes_ - block.capacity);
+  lru_.push_front(Cached{block.ptr, block.capacity});
+  by_class_[block.capacity].push_back(lru_.begin());
+  stats_.cached_bytes += block.capacity;
+}
+
+void PooledAllocator::evict_to(size_t limit) {
+  while (stats_.cached_bytes > limit && !lru_.empty()) {
+    Lru::iterator oldest = std::prev(lru_.end());
+    auto& same_class = by_class_[oldest->capacity];
+    same_class.erase(std::find(same_class.begin(), same_class.end(), oldest));
+    stats_.cached_bytes -= oldest->capacity;
+    ++stats_.evictions;
+    api_.free(oldest->ptr);
+    lru_.erase(oldest);
+  }
+}
+
+void PooledAllocator::release_cached() {
+  std::lock_guard<std::mutex> lock(mu_);
+  evict_to(0);
+}
+
+void PooledAllocator::set_max_cached_bytes(size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  max_cached_bytes_ = bytes;
+  evict_to(bytes);
+}
+
+PoolStats PooledAllocator::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+namespace {
+
+size_t default_cache_bytes() {
+  if (const char* env = std::getenv("DYNVM_POOL_CACHE_MB")) {
+    char* end = nullptr;
+    unsigned long long mb = std::strtoull(env, &end, 10);
+    if (end != env && *end == '\0') return static_cast<size_t>(mb) << 20;
+  }
+  return size_t{512} << 20;
+}
+
+}  // namespace
+
+PooledAllocator& device_allocator(Device device) {
+  static std::mutex mu;
+  // Never destroyed: tensors held in static objects may be freed during exit.
+  static auto* pools = new std::map<std::pair<int, int>, PooledAllocator*>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto key = std::make_pair(static_cast<int>(device.type), device.id);
+  auto it = pools->find(key);
+  if (it != pools->end()) return *it->second;
+  DeviceAPI& api = DeviceAPI::get(device);
+  auto* pool = new PooledAllocator(device, api, default_cache_bytes());
+  pools->emplace(key, pool);
+  return *pool;
+}
+
+}  // namespace dynvm::vm

@@ -1,0 +1,119 @@
+#include "vm/executor.h"
+
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/task_arena.h>
+
+#include <atomic>
+
+namespace dynvm::vm {
+
+Executor::Executor(std::shared_ptr<const Program> program) : program_(std::move(program)) {}
+
+std::unique_ptr<VirtualMachine> Executor::acquire() {
+  {
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    if (!pool_.empty()) {
+      auto vm = std::move(pool_.back());
+      pool_.pop_back();
+      return vm;
+    }
+  }
+  return std::make_unique<VirtualMachine>(program_);
+}
+
+void Executor::release(std::unique_ptr<VirtualMachine> vm) {
+  std::lock_guard<std::mutex> lock(pool_mu_);
+  pool_.push_back(std::move(vm));
+}
+
+namespace {
+
+// Returns the VM to the pool on every exit path, exceptions included (the VM resets
+// its own state when a run fails).
+template <typename Owner>
+class BorrowedVm {
+ public:
+  BorrowedVm(Owner& owner, std::unique_ptr<VirtualMachine> vm)
+      : owner_(owner), vm_(std::move(vm)) {}
+  ~BorrowedVm() { owner_(std::move(vm_)); }
+  VirtualMachine* operator->() { return vm_.get(); }
+
+ private:
+  Owner& owner_;
+  std::unique_ptr<VirtualMachine> vm_;
+};
+
+class SerialBackend final : public ParallelBackend {
+ public:
+  int32_t parallel_for(int64_t begin, int64_t end, int64_t grain, DynvmParallelBody body,
+                       void* closure) override {
+    return end > begin ? body(begin, end, closure) : 0;
+  }
+};
+
+class TbbBackend final : public ParallelBackend {
+ public:
+  int32_t parallel_for(int64_t begin, int64_t end, int64_t grain, DynvmParallelBody body,
+                       void* closure) override {
+    if (end <= begin) return 0;
+    if (end - begin <= grain) return body(begin, end, closure);
+    std::atomic<int32_t> status{0};
+    oneapi::tbb::parallel_for(oneapi::tbb::blocked_range<int64_t>(begin, end, grain),
+                              [&](const oneapi::tbb::blocked_range<int64_t>& r) {
+                                if (status.load(std::memory_order_relaxed) != 0) return;
+                                int32_t rc = body(r.begin(), r.end(), closure);
+                                if (rc != 0) {
+                                  int32_t expected = 0;
+                                  status.compare_exchange_strong(expected, rc);
+                                }
+                              });
+    return status.load();
+  }
+};
+
+}  // namespace
+
+ParallelBackend& serial_backend() {
+  static SerialBackend backend;
+  return backend;
+}
+
+SyncExecutor::SyncExecutor(std::shared_ptr<const Program> program)
+    : Executor(std::move(program)) {}
+
+std::vector<Value> SyncExecutor::run(std::span<const Value> inputs) {
+  auto give_back = [this](std::unique_ptr<VirtualMachine> vm) { release(std::move(vm)); };
+  BorrowedVm vm(give_back, acquire());
+  vm->set_parallel_backend(&serial_backend());
+  return vm->run(inputs);
+}
+
+struct TbbExecutor::Impl {
+  explicit Impl(int threads) : arena(threads) {}
+  oneapi::tbb::task_arena arena;
+  TbbBackend backend;
+};
+
+TbbExecutor::TbbExecutor(std::shared_ptr<const Program> program, int num_threads)
+    : Executor(std::move(program)),
+      impl_(std::make_unique<Impl>(num_threads > 0 ? num_threads
+                                                   : oneapi::tbb::task_arena::automatic)) {
+  impl_->arena.initialize();
+}
+
+TbbExecutor::~TbbExecutor() = default;
+
+int TbbExecutor::num_threads() const { return impl_->arena.max_concurrency(); }
+
+std::vector<Value> TbbExecutor::run(std::span<const Value> inputs) {
+  auto give_back = [this](std::unique_ptr<VirtualMachine> vm) { release(std::move(vm)); };
+  BorrowedVm vm(give_back, acquire());
+  vm->set_parallel_backend(&impl_->backend);
+  std::vector<Value> outputs;
+  // Exceptions thrown inside arena.execute propagate to the caller.
+  impl_->arena.execute([&] { outputs = vm->run(inputs); });
+  return outputs;
+}
+
+}  // namespace dynvm::vm
