@@ -1,6 +1,7 @@
 #include "vm/executor.h"
 
 #include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/info.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
 
@@ -98,7 +99,7 @@ struct TbbExecutor::Impl {
 TbbExecutor::TbbExecutor(std::shared_ptr<const Program> program, int num_threads)
     : Executor(std::move(program)),
       impl_(std::make_unique<Impl>(num_threads > 0 ? num_threads
-                                                   : oneapi::tbb::task_arena::automatic)) {
+                                                   : oneapi::tbb::info::default_concurrency())) {
   impl_->arena.initialize();
 }
 

@@ -1,0 +1,46 @@
+# Entry points. Everything goes through CMake + Ninja; this file only strings the steps
+# together so that a fresh Debian 12 machine needs one command.
+#   make test   install what is missing, configure, build, run every test (ctest), then
+#               rebuild the suites with AddressSanitizer + UBSan and run them again
+#   make build  configure and build (build/)
+#   make bench  build and run the benchmarks
+#   make clean  remove the build folders
+
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+CMAKE_ARGS ?=
+
+.PHONY: all deps build test test-fast test-asan bench format clean
+
+all: build
+
+deps:
+	@./scripts/install-deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+# The plain build's tests.
+test-fast: build
+	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+# The same suites under AddressSanitizer + UndefinedBehaviorSanitizer (no benchmarks).
+test-asan: deps
+	@cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DDYNVM_SANITIZE=ON \
+	  -DDYNVM_BUILD_BENCH=OFF $(CMAKE_ARGS) >/dev/null
+	@cmake --build $(ASAN_BUILD) -j $(JOBS)
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
+
+test: test-fast test-asan
+
+bench: build
+	@./bench/run_all.sh $(BUILD)
+
+format:
+	@git ls-files '*.h' '*.cc' '*.c' | xargs clang-format -i
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

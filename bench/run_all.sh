@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Runs every benchmark of a build folder and prints the derived tables.
+set -euo pipefail
+BUILD=${1:-build}
+HERE=$(cd "$(dirname "$0")" && pwd)
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+echo "== vm_dispatch"
+"$BUILD/bench/vm_dispatch" --benchmark_format=json --benchmark_repetitions=5 \
+  --benchmark_report_aggregates_only=false >"$OUT/vm_dispatch.json"
+/usr/bin/python3 "$HERE/vm_dispatch_report.py" "$OUT/vm_dispatch.json"
