@@ -1,0 +1,105 @@
+// The pooled allocator: size classes, reuse, the bound on cached memory when shapes vary,
+// and safety under concurrent use.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "vm/allocator.h"
+#include "vm/tensor.h"
+
+namespace dynvm::vm {
+namespace {
+
+TEST(PooledAllocator, SizeClassesWasteAtMostAQuarter) {
+  EXPECT_EQ(PooledAllocator::size_class(1), 64u);
+  EXPECT_EQ(PooledAllocator::size_class(64), 64u);
+  EXPECT_EQ(PooledAllocator::size_class(65), 80u);    // 64 + 16
+  EXPECT_EQ(PooledAllocator::size_class(1000), 1024u);
+  EXPECT_EQ(PooledAllocator::size_class(1025), 1280u);
+  for (size_t n = 1; n < (1u << 22); n = n * 3 + 1) {
+    size_t c = PooledAllocator::size_class(n);
+    EXPECT_GE(c, n);
+    EXPECT_LE(c, std::max<size_t>(64, n + n / 4 + 1)) << n;
+  }
+}
+
+TEST(PooledAllocator, ReusesFreedBlocksOfTheSameClass) {
+  PooledAllocator pool(kCpu, DeviceAPI::get(kCpu), 1 << 20);
+  Block a = pool.alloc(1000);
+  void* first = a.ptr;
+  pool.free(a);
+  Block b = pool.alloc(1010);  // same class (1024)
+  EXPECT_EQ(b.ptr, first);
+  PoolStats s = pool.stats();
+  EXPECT_EQ(s.device_allocs, 1u);
+  EXPECT_EQ(s.reuses, 1u);
+  pool.free(b);
+}
+
+TEST(PooledAllocator, CachedBytesStayBoundedWhenShapesVary) {
+  const size_t limit = 1 << 20;
+  PooledAllocator pool(kCpu, DeviceAPI::get(kCpu), limit);
+  std::mt19937 rng(7);
+  // Thousands of requests with ever-changing sizes: the cache never holds more than the
+  // limit, and old sizes are evicted rather than kept forever.
+  for (int i = 0; i < 5000; ++i) {
+    size_t bytes = 1000 + rng() % 200000;
+    Block b = pool.alloc(bytes);
+    static_cast<char*>(b.ptr)[0] = 1;
+    pool.free(b);
+    ASSERT_LE(pool.stats().cached_bytes, limit);
+  }
+  PoolStats s = pool.stats();
+  EXPECT_GT(s.evictions, 0u);
+  EXPECT_EQ(s.live_bytes, 0u);
+  pool.release_cached();
+  EXPECT_EQ(pool.stats().cached_bytes, 0u);
+}
+
+TEST(PooledAllocator, BlocksLargerThanTheCacheGoStraightBack) {
+  PooledAllocator pool(kCpu, DeviceAPI::get(kCpu), 4096);
+  Block b = pool.alloc(1 << 20);
+  pool.free(b);
+  EXPECT_EQ(pool.stats().cached_bytes, 0u);
+}
+
+TEST(PooledAllocator, ConcurrentAllocAndFreeKeepAccountsExact) {
+  PooledAllocator pool(kCpu, DeviceAPI::get(kCpu), 8 << 20);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&pool, t] {
+      std::mt19937 rng(t);
+      std::vector<Block> held;
+      for (int i = 0; i < 2000; ++i) {
+        if (held.size() < 8 && rng() % 2 == 0) {
+          Block b = pool.alloc(64 + rng() % 50000);
+          std::memset(b.ptr, t, 64);
+          held.push_back(b);
+        } else if (!held.empty()) {
+          EXPECT_EQ(static_cast<unsigned char*>(held.back().ptr)[63], t);
+          pool.free(held.back());
+          held.pop_back();
+        }
+      }
+      for (Block b : held) pool.free(b);
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(pool.stats().live_bytes, 0u);
+  EXPECT_LE(pool.stats().cached_bytes, size_t{8} << 20);
+}
+
+TEST(PooledAllocator, TensorsReturnTheirStorageToTheDevicePool) {
+  PooledAllocator& pool = device_allocator(kCpu);
+  size_t live_before = pool.stats().live_bytes;
+  {
+    Tensor t = Tensor::empty({1000}, DType::kFloat32);
+    EXPECT_GE(pool.stats().live_bytes, live_before + 4000);
+  }
+  EXPECT_EQ(pool.stats().live_bytes, live_before);
+}
+
+}  // namespace
+}  // namespace dynvm::vm
