@@ -128,9 +128,10 @@ class Verifier {
       case Opcode::InvokeKernel: {
         const Kernel& k = exe_.kernels[ins.args[0]];
         if (ins.args[1] != k.num_inputs || list != uint64_t{k.num_inputs} + k.num_outputs) {
-          fail(where, "calls kernel ", k.name, " with ", ins.args[1], " inputs and ",
-               static_cast<int64_t>(list) - ins.args[1], " outputs, it takes ", k.num_inputs,
-               " and ", k.num_outputs);
+          // Operands come from the file: report them as they are, no arithmetic on them.
+          fail(where, "calls kernel ", k.name, " with ", ins.args[1], " inputs and ", list,
+               " arguments in all, it takes ", k.num_inputs, " inputs and ", k.num_outputs,
+               " outputs");
         }
         break;
       }
