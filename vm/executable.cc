@@ -7,7 +7,11 @@
 namespace dynvm::vm {
 
 std::string tensor_spec_str(const TensorSpec& spec) {
-  std::string s = str_cat(spec.name, ": ", dtype_name(spec.dtype), " [");
+  // Also used on unverified executables (vmrun --info): a bad dtype prints, not crashes.
+  std::string dtype = is_valid_dtype(static_cast<int64_t>(spec.dtype))
+                          ? std::string(dtype_name(spec.dtype))
+                          : str_cat("?dtype(", static_cast<int>(spec.dtype), ")");
+  std::string s = str_cat(spec.name, ": ", dtype, " [");
   for (size_t i = 0; i < spec.dims.size(); ++i) {
     const DimSpec& d = spec.dims[i];
     if (i) s += ", ";

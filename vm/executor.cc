@@ -1,11 +1,13 @@
 #include "vm/executor.h"
 
 #include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/info.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
 
 #include <atomic>
+#include <optional>
 
 namespace dynvm::vm {
 
@@ -91,7 +93,17 @@ std::vector<Value> SyncExecutor::run(std::span<const Value> inputs) {
 }
 
 struct TbbExecutor::Impl {
-  explicit Impl(int threads) : arena(threads) {}
+  explicit Impl(int threads) : arena(threads) {
+    // TBB caps its workers at the machine's cores (and warns on stderr when an arena asks
+    // for more). A thread count above that is a deliberate request: lift the cap while
+    // this executor lives. (TBB applies the smallest live cap, so an executor that wants
+    // fewer threads elsewhere in the process still gets what it asked for.)
+    if (threads > oneapi::tbb::info::default_concurrency()) {
+      allow_threads.emplace(oneapi::tbb::global_control::max_allowed_parallelism,
+                            static_cast<size_t>(threads));
+    }
+  }
+  std::optional<oneapi::tbb::global_control> allow_threads;
   oneapi::tbb::task_arena arena;
   TbbBackend backend;
 };

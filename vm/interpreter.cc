@@ -312,7 +312,7 @@ Value VirtualMachine::execute(size_t entry, std::span<const Value> args) {
 int64_t VirtualMachine::select_variant(size_t kernel, const DLTensor* args) {
   const Kernel& k = program_->exe().kernels[kernel];
   const ResolvedKernel& rk = program_->kernel(kernel);
-  if (rk.key_dims.empty()) return 0;  // one unconditional variant: nothing to decide
+  if (rk.key_dims.empty()) return dispatch_[kernel].variant = 0;  // nothing to decide
   auto dim_of = [&](uint32_t arg, uint32_t axis) -> int64_t {
     const DLTensor& t = args[arg];
     return axis < static_cast<uint32_t>(t.ndim) ? t.shape[axis] : -1;

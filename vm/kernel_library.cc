@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "vm/allocator.h"
@@ -25,6 +26,7 @@ int32_t cb_parallel_for(void* ctx, int64_t begin, int64_t end, int64_t grain,
 
 // Workspace blocks carry their pool block in a 64-byte header before the pointer.
 void* cb_workspace_alloc(void* ctx, uint64_t bytes) {
+  if (bytes > SIZE_MAX - kTensorAlignment) return nullptr;
   try {
     PooledAllocator& pool = device_allocator(kCpu);
     Block block = pool.alloc(bytes + kTensorAlignment);
@@ -70,12 +72,12 @@ std::unique_ptr<LoadedLibrary> LoadedLibrary::load(const std::vector<uint8_t>& b
   }
   std::string path = "/proc/self/fd/" + std::to_string(fd);
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  ::close(fd);  // the mapping keeps the file alive
   if (handle == nullptr) {
+    ::close(fd);
     const char* err = dlerror();
     user_error("cannot load kernel library ", name, ": ", err != nullptr ? err : "dlopen failed");
   }
-  std::unique_ptr<LoadedLibrary> lib(new LoadedLibrary(handle, name));
+  std::unique_ptr<LoadedLibrary> lib(new LoadedLibrary(handle, fd, name));
   auto version = reinterpret_cast<DynvmAbiVersionFn>(dlsym(handle, "dynvm_kernel_abi_version"));
   auto init = reinterpret_cast<DynvmLibraryInitFn>(dlsym(handle, "dynvm_library_init"));
   if (version == nullptr || init == nullptr) {
@@ -92,7 +94,10 @@ std::unique_ptr<LoadedLibrary> LoadedLibrary::load(const std::vector<uint8_t>& b
   return lib;
 }
 
-LoadedLibrary::~LoadedLibrary() { dlclose(handle_); }
+LoadedLibrary::~LoadedLibrary() {
+  dlclose(handle_);
+  ::close(fd_);
+}
 
 DynvmKernelFn LoadedLibrary::kernel(const std::string& symbol) const {
   void* fn = dlsym(handle_, symbol.c_str());

@@ -30,8 +30,13 @@ class LoadedLibrary {
   DynvmKernelFn kernel(const std::string& symbol) const;
 
  private:
-  LoadedLibrary(void* handle, std::string name) : handle_(handle), name_(std::move(name)) {}
+  LoadedLibrary(void* handle, int fd, std::string name)
+      : handle_(handle), fd_(fd), name_(std::move(name)) {}
   void* handle_;
+  // The memfd stays open while the library is loaded: dlopen recognises an already-loaded
+  // object by its path, so a reused "/proc/self/fd/N" would hand a second program the
+  // first one's library instead of its own bytes.
+  int fd_;
   std::string name_;
 };
 
