@@ -1,0 +1,312 @@
+// loop_partition: removes bounds guards from the bulk of a loop's iterations. A split that
+// does not divide its extent lowers to
+//     for (io, 0, ceildiv(n, 16)):  for (ii, 0, 16):  if (io*16 + ii < n): body
+// and the guard costs a compare and a branch (and blocks vectorization) in every iteration.
+// For a loop `v` whose body holds an `if` with atoms `a*v + r <= 0`-like (any <, <=, >, >= of
+// an expression affine in v with a constant coefficient), the pass computes the range of v on
+// which every such atom holds for all values of the loops between v and the if (bounding r
+// by those loops' ranges), and splits v into
+//     head [min, lo)   main [lo, hi)   tail [hi, min + extent)
+// The main part gets the if replaced by its remaining atoms (those not about v), or by its
+// then-branch. Head and tail keep the guard — unless r involved no inner loop, in which case
+// the atoms are exactly false there and the if becomes its else-branch.
+//
+// Soundness does not rest on the simplifier: lo and hi are built so that the atoms hold by
+// construction (a * floordiv(x, a) <= x). When no if qualifies (atoms not affine, a symbolic
+// coefficient, r depending on a let or on v itself, ==, !=, ||), the loop is left alone.
+// GPU-bound loops are never partitioned.
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "kernels/arith/analyzer.h"
+#include "kernels/arith/simplify.h"
+#include "kernels/tir/functor.h"
+#include "kernels/tir/passes/passes.h"
+#include "vm/error.h"
+
+namespace dynvm::tir {
+namespace {
+
+// Every expression this pass reasons about is an index expression.
+using arith::Expr;
+
+// A loop between the partitioned loop and an if: its variable's range.
+struct InnerLoop {
+  arith::VarId var;
+  Expr min;
+  Expr extent;
+};
+
+// Context of an if inside the partitioned loop's body.
+struct Context {
+  std::vector<InnerLoop> loops;      // outermost first
+  std::vector<arith::VarId> opaque;  // let-bound variables: no known range
+};
+
+// What one if's condition says about v.
+struct GuardRange {
+  Expr lower;         // condition's v-atoms hold for v >= lower (undefined: no lower limit)
+  Expr upper;         // ... and for v < upper (undefined: no upper limit)
+  bool exact = true;  // the v-atoms are false for every v outside [lower, upper)
+  std::vector<Expr> other_atoms;  // atoms not mentioning v
+};
+
+void split_conjunction(const Expr& c, std::vector<Expr>& atoms) {
+  if (c.kind() == arith::ExprKind::kAnd) {
+    split_conjunction(c.operand(0), atoms);
+    split_conjunction(c.operand(1), atoms);
+  } else {
+    atoms.push_back(c);
+  }
+}
+
+Expr conjunction(const std::vector<Expr>& atoms) {
+  Expr c;
+  for (const Expr& a : atoms) c = c.defined() ? arith::logical_and(c, a) : a;
+  return c;
+}
+
+// The atom as `d <= 0`, or undefined for == / != / anything else.
+Expr as_nonpositive(const Expr& atom) {
+  const Expr one = arith::make_int(1);
+  switch (atom.kind()) {
+    case arith::ExprKind::kLt:
+      return atom.operand(0) - atom.operand(1) + one;
+    case arith::ExprKind::kLe:
+      return atom.operand(0) - atom.operand(1);
+    case arith::ExprKind::kGt:
+      return atom.operand(1) - atom.operand(0) + one;
+    case arith::ExprKind::kGe:
+      return atom.operand(1) - atom.operand(0);
+    default:
+      return Expr();
+  }
+}
+
+bool mentions_any(const Expr& e, const std::vector<arith::VarId>& vars) {
+  for (arith::VarId id : vars) {
+    if (arith::uses_var(e, id)) return true;
+  }
+  return false;
+}
+
+// The largest value r takes over the inner loops' ranges (an upper bound, symbolic in the
+// outer variables), or undefined when r is not affine with constant coefficients in them.
+Expr max_over_inner(Expr r, const Context& ctx, bool& involved_inner) {
+  for (size_t k = ctx.loops.size(); k-- > 0;) {
+    const InnerLoop& w = ctx.loops[k];
+    if (!arith::uses_var(r, w.var)) continue;
+    involved_inner = true;
+    std::optional<AffineForm> f = affine_in(r, w.var);
+    if (!f || !f->coeff.is_int_imm()) return Expr();
+    int64_t c = f->coeff.int_value();
+    Expr at = c > 0 ? w.min + w.extent - arith::make_int(1) : w.min;
+    r = arith::simplify(f->rest + f->coeff * at);
+  }
+  return r;
+}
+
+std::optional<GuardRange> analyze(const Expr& cond, arith::VarId v, const Context& ctx,
+                                  const arith::Analyzer& an) {
+  if (!arith::uses_var(cond, v)) return std::nullopt;
+  std::vector<Expr> atoms;
+  split_conjunction(cond, atoms);
+  GuardRange g;
+  for (const Expr& atom : atoms) {
+    if (!arith::uses_var(atom, v)) {
+      g.other_atoms.push_back(atom);
+      continue;
+    }
+    Expr d = as_nonpositive(atom);
+    if (!d.defined()) return std::nullopt;
+    std::optional<AffineForm> f = affine_in(d, v);
+    if (!f || !f->coeff.is_int_imm() || f->coeff.int_value() == 0) return std::nullopt;
+    bool involved_inner = false;
+    Expr rmax = max_over_inner(f->rest, ctx, involved_inner);
+    if (!rmax.defined() || arith::uses_var(rmax, v) || mentions_any(rmax, ctx.opaque)) {
+      return std::nullopt;
+    }
+    for (const InnerLoop& w : ctx.loops) {
+      if (arith::uses_var(rmax, w.var)) return std::nullopt;
+    }
+    if (involved_inner) g.exact = false;
+    int64_t a = f->coeff.int_value();
+    if (a > 0) {
+      // a*v + rmax <= 0  <=  v <= floordiv(-rmax, a)
+      Expr upper = an.simplify(arith::floordiv(-rmax, arith::make_int(a)) + arith::make_int(1));
+      g.upper = g.upper.defined() ? an.simplify(arith::min(g.upper, upper)) : upper;
+    } else {
+      // rmax <= -a*v  <=  v >= ceildiv(rmax, -a)
+      Expr lower =
+          an.simplify(arith::floordiv(rmax + arith::make_int(-a - 1), arith::make_int(-a)));
+      g.lower = g.lower.defined() ? an.simplify(arith::max(g.lower, lower)) : lower;
+    }
+  }
+  return g;
+}
+
+bool same_expr(const Expr& a, const Expr& b) {
+  if (a.defined() != b.defined()) return false;
+  return !a.defined() || arith::structural_equal(a, b);
+}
+
+bool same_range(const GuardRange& a, const GuardRange& b) {
+  return same_expr(a.lower, b.lower) && same_expr(a.upper, b.upper);
+}
+
+// Walks a loop body keeping the Context of each if. In search mode it records the first
+// if that analyze() accepts; in rewrite mode it replaces every if whose range is `target`'s.
+class GuardWalker : public StmtMutator {
+ public:
+  enum class Mode { kSearch, kMain, kOutside };
+
+  GuardWalker(arith::VarId v, const arith::Analyzer& an, Mode mode,
+              const GuardRange* target = nullptr)
+      : v_(v), an_(an), mode_(mode), target_(target) {}
+
+  std::optional<GuardRange> found;
+
+ protected:
+  Stmt visit_for(const Stmt& s) override {
+    if (mode_ == Mode::kSearch && found) return s;
+    ctx_.loops.push_back({s->loop_var->var_id, s->min, s->extent});
+    Stmt r = StmtMutator::visit_for(s);
+    ctx_.loops.pop_back();
+    return r;
+  }
+
+  Stmt visit_let_stmt(const Stmt& s) override {
+    ctx_.opaque.push_back(s->let_var->var_id);
+    Stmt r = StmtMutator::visit_let_stmt(s);
+    ctx_.opaque.pop_back();
+    return r;
+  }
+
+  Stmt visit_if(const Stmt& s) override {
+    if (mode_ == Mode::kSearch && found) return s;
+    std::optional<GuardRange> g = analyze(s->condition, v_, ctx_, an_);
+    if (mode_ == Mode::kSearch) {
+      if (g) {
+        found = g;
+        return s;
+      }
+      return StmtMutator::visit_if(s);
+    }
+    if (!g || !same_range(*g, *target_)) return StmtMutator::visit_if(s);
+    if (mode_ == Mode::kMain) {
+      Stmt then_case = mutate_stmt(s->then_case);
+      if (g->other_atoms.empty()) return then_case;
+      return make_if(conjunction(g->other_atoms), then_case, mutate_stmt(s->else_case));
+    }
+    if (!g->exact) return StmtMutator::visit_if(s);
+    return s->else_case.defined() ? mutate_stmt(s->else_case) : make_nop();
+  }
+
+ private:
+  arith::VarId v_;
+  const arith::Analyzer& an_;
+  Mode mode_;
+  const GuardRange* target_;
+  Context ctx_;
+};
+
+class Partitioner : public StmtMutator {
+ public:
+  explicit Partitioner(const PrimFunc& f) {
+    for (const BufferRef& p : f.params) {
+      for (const auto& d : p->shape()) {
+        if (d.kind() == arith::ExprKind::kVar) an_.bind(arith::Var(d), 0, arith::kPosInf);
+      }
+    }
+  }
+
+ protected:
+  Stmt visit_for(const Stmt& s) override {
+    if (s->for_kind == ForKind::kGpuBlock || s->for_kind == ForKind::kGpuThread) {
+      return recurse(s, s->min, s->extent, s->body);
+    }
+    arith::Var v(s->loop_var);
+    GuardWalker search(v.id(), an_, GuardWalker::Mode::kSearch);
+    search.mutate_stmt(s->body);
+    if (!search.found) return recurse(s, s->min, s->extent, s->body);
+    const GuardRange& g = *search.found;
+
+    // lo = clamp(lower, m, end), hi = clamp(upper, lo, end); clamps that provably change
+    // nothing are left out, which keeps the bounds readable and the analyzer effective.
+    Expr m = s->min;
+    Expr end = an_.simplify(s->min + s->extent);
+    Expr lo = g.lower.defined() ? clamp(g.lower, m, end) : m;
+    Expr hi = g.upper.defined() ? clamp(g.upper, lo, end) : end;
+
+    GuardWalker main_walker(v.id(), an_, GuardWalker::Mode::kMain, &g);
+    GuardWalker outside_walker(v.id(), an_, GuardWalker::Mode::kOutside, &g);
+    Stmt main_body = main_walker.mutate_stmt(s->body);
+    Stmt outside_body = outside_walker.mutate_stmt(s->body);
+
+    std::vector<Stmt> parts;
+    if (g.lower.defined()) parts.push_back(recurse(s, m, an_.simplify(lo - m), outside_body));
+    parts.push_back(recurse(s, lo, an_.simplify(hi - lo), main_body));
+    if (g.upper.defined()) parts.push_back(recurse(s, hi, an_.simplify(end - hi), outside_body));
+    return make_seq(std::move(parts));
+  }
+
+ private:
+  // a <= b for every value in scope. Adds one rule the simplifier lacks: floordiv by a
+  // positive constant is monotonic (n floordiv 16 <= (n + 15) floordiv 16).
+  bool provably_le(const Expr& a, const Expr& b) const {
+    if (an_.can_prove(arith::le(a, b))) return true;
+    if (a.kind() == arith::ExprKind::kFloorDiv && b.kind() == arith::ExprKind::kFloorDiv &&
+        a.operand(1).is_int_imm() && a.operand(1).int_value() > 0 &&
+        arith::structural_equal(a.operand(1), b.operand(1))) {
+      return provably_le(a.operand(0), b.operand(0));
+    }
+    return false;
+  }
+
+  Expr clamp(const Expr& x, const Expr& lo, const Expr& hi) const {
+    Expr r = an_.simplify(x);
+    if (!provably_le(lo, r)) r = an_.simplify(arith::max(r, lo));
+    if (!provably_le(r, hi)) r = an_.simplify(arith::min(r, hi));
+    return r;
+  }
+
+  // Rebuilds loop s over [min, min + extent) with `body`, partitioning inside it. A piece of
+  // a constant-extent vectorized or unrolled loop whose extent is no longer constant is a
+  // remainder: it becomes serial.
+  Stmt recurse(const Stmt& s, const Expr& min, const Expr& extent, const Stmt& body) {
+    bool gpu = s->for_kind == ForKind::kGpuBlock || s->for_kind == ForKind::kGpuThread;
+    if (!gpu && an_.const_bounds(extent).max <= 0) return make_nop();
+    ForKind kind = s->for_kind;
+    if ((kind == ForKind::kVectorized || kind == ForKind::kUnrolled) && s->extent.is_int_imm() &&
+        !extent.is_int_imm()) {
+      kind = ForKind::kSerial;
+    }
+    arith::Var v(s->loop_var);
+    if (min.is_int_imm() && extent.is_int_imm()) {
+      an_.bind(v, min.int_value(), min.int_value() + extent.int_value() - 1);
+    } else {
+      an_.bind(v, min, an_.simplify(min + extent - arith::make_int(1)));
+    }
+    Stmt new_body = mutate_stmt(body);
+    an_.unbind(v);
+    if (!gpu && new_body.kind() == StmtKind::kNop) return new_body;
+    if (min.get() == s->min.get() && extent.get() == s->extent.get() &&
+        new_body.get() == s->body.get() && kind == s->for_kind) {
+      return s;
+    }
+    return make_for(v, min, extent, kind, new_body, s->thread_axis);
+  }
+
+  arith::Analyzer an_;
+};
+
+}  // namespace
+
+PrimFunc loop_partition(PrimFunc f) {
+  Partitioner p(f);
+  f.body = p.mutate_stmt(f.body);
+  return f;
+}
+
+}  // namespace dynvm::tir

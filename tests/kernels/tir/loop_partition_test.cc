@@ -1,0 +1,127 @@
+// loop_partition: guarded loops split into a guard-free main part plus head / tail, with
+// symbolic extents; loops whose guard cannot be reasoned about are left alone. Every case is
+// run before and after on sizes that hit every remainder.
+#include <gtest/gtest.h>
+
+#include "kernels/tir/passes/passes.h"
+#include "kernels/tir/verifier.h"
+#include "tests/kernels/tir/tir_test_util.h"
+
+namespace dynvm::tir::test {
+namespace {
+
+PrimFunc partition(const PrimFunc& f) {
+  PrimFunc g = simplify(loop_partition(simplify(f)));
+  verify(g, VerifyStage::kLowered);
+  return g;
+}
+
+void expect_equivalent_1d(const PrimFunc& f, const PrimFunc& g, int num_inputs = 2) {
+  for (int64_t n : test_sizes()) {
+    std::vector<vm::Tensor> in;
+    for (int k = 0; k < num_inputs; ++k) in.push_back(random_tensor({n}, DType::kFloat32, k));
+    expect_equivalent(f, g, in, f.name + " n=" + std::to_string(n));
+  }
+}
+
+TEST(TirLoopPartition, SplitGuardBecomesAGuardFreeMainLoopAndATail) {
+  PrimFunc f = add_split(16);
+  PrimFunc g = partition(f);
+  ASSERT_EQ(g.body.kind(), StmtKind::kSeq) << to_string(g);
+  const Stmt& main = g.body->seq[0];
+  ASSERT_EQ(main.kind(), StmtKind::kFor);
+  EXPECT_EQ(arith::to_string(main->extent), "n floordiv 16");
+  EXPECT_EQ(count_ifs(main), 0);
+  EXPECT_EQ(count_ifs(g.body), 0) << to_string(g);  // the tail's inner loop stops at n
+  expect_equivalent_1d(f, g);
+}
+
+TEST(TirLoopPartition, TwoGuardedDimsLoseBothGuards) {
+  PrimFunc f = transpose_tiled();
+  PrimFunc g = partition(f);
+  EXPECT_EQ(count_ifs(g.body), 0) << to_string(g);
+  EXPECT_NE(to_string(g).find("for (jo, 0, m floordiv 8):"), std::string::npos) << to_string(g);
+  for (auto [m, n] :
+       std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {3, 17}, {8, 16}, {129, 7}, {20, 33}}) {
+    expect_equivalent(f, g, {random_tensor({m, n})},
+                      "m=" + std::to_string(m) + " n=" + std::to_string(n));
+  }
+}
+
+TEST(TirLoopPartition, LowerBoundGuardMakesAHeadThatTakesTheElseBranch) {
+  Var n("n"), i("i");
+  auto A = buf("A", {n}), C = buf("C", {n});
+  Stmt body =
+      make_if(arith::ge(i, 3), make_store(C, {i}, load(A, {i})), make_store(C, {i}, f32c(0)));
+  PrimFunc f{"head", {A, C}, 1, make_for(i, 0, n, ForKind::kSerial, body)};
+  PrimFunc g = partition(f);
+  EXPECT_EQ(count_ifs(g.body), 0) << to_string(g);
+  expect_equivalent_1d(f, g, 1);
+}
+
+TEST(TirLoopPartition, NegativeCoefficientGuard) {
+  // 20 - 3i <= 0 holds from i = 7 on.
+  Var n("n"), i("i");
+  auto A = buf("A", {n}), C = buf("C", {n});
+  Stmt body = make_if(arith::le(arith::make_int(20) - i * 3, 0),
+                      make_store(C, {i}, load(A, {i}) + f32c(1)), make_store(C, {i}, f32c(5)));
+  PrimFunc f{"neg", {A, C}, 1, make_for(i, 0, n, ForKind::kSerial, body)};
+  PrimFunc g = partition(f);
+  EXPECT_EQ(count_ifs(g.body), 0) << to_string(g);
+  expect_equivalent_1d(f, g, 1);
+}
+
+TEST(TirLoopPartition, GuardOverAnInnerLoopKeepsItInTheTail) {
+  // Partitioning io: the guard also depends on ii, so the tail keeps it (then ii's own
+  // partition takes it away).
+  PrimFunc f = add_split(4);
+  PrimFunc once = simplify(loop_partition(simplify(f)));
+  expect_equivalent_1d(f, once);
+}
+
+TEST(TirLoopPartition, EachAtomIsRemovedByTheLoopItIsAbout) {
+  // if (i < n - 2 && j < 3): partitioning i keeps `j < 3` in i's main part, where
+  // partitioning j removes it.
+  Var n("n"), i("i"), j("j");
+  auto A = buf("A", {n}), C = buf("C", {n, 5});
+  Stmt store = make_store(C, {i, j}, load(A, {i}));
+  Stmt body = make_for(i, 0, n, ForKind::kSerial,
+                       make_for(j, 0, 5, ForKind::kSerial,
+                                make_if(arith::logical_and(arith::lt(i, n - 2), arith::lt(j, 3)),
+                                        store, make_store(C, {i, j}, f32c(0)))));
+  PrimFunc f{"atoms", {A, C}, 1, body};
+  PrimFunc g = partition(f);
+  EXPECT_EQ(count_ifs(g.body), 0) << to_string(g);
+  EXPECT_NE(to_string(g).find("for (j, 0, 3):"), std::string::npos) << to_string(g);
+  expect_equivalent_1d(f, g, 1);
+}
+
+TEST(TirLoopPartition, LeavesGuardsItCannotReasonAbout) {
+  Var n("n"), i("i"), x("x");
+  auto A = buf("A", {n}), C = buf("C", {n});
+  auto idx = buf("idx", {n}, DType::kInt64);
+  // Not affine: i*i < n.  Data dependent: i + idx[i] < n.  Not an inequality: i % 2 == 0.
+  Stmt nonlinear =
+      make_if(arith::lt(i * i, n), make_store(C, {i}, load(A, {i})), make_store(C, {i}, f32c(0)));
+  Stmt data = make_let_index(
+      x, load(idx, {i}),
+      make_if(arith::lt(i + x, n), make_store(C, {i}, f32c(1)), make_store(C, {i}, f32c(2))));
+  Stmt parity = make_if(arith::eq(arith::floormod(i, 2), 0), make_store(C, {i}, f32c(3)),
+                        make_store(C, {i}, f32c(4)));
+  for (const Stmt& body : {nonlinear, data, parity}) {
+    PrimFunc f{"opaque", {A, idx, C}, 2, make_for(i, 0, n, ForKind::kSerial, body)};
+    PrimFunc g = loop_partition(f);
+    EXPECT_EQ(g.body.get(), f.body.get()) << to_string(g);
+  }
+}
+
+TEST(TirLoopPartition, TailOfAVectorizedLoopBecomesSerial) {
+  PrimFunc f = add_split(16, ForKind::kVectorized);
+  PrimFunc g = partition(f);
+  EXPECT_EQ(count_loops(g.body, ForKind::kVectorized), 1) << to_string(g);
+  EXPECT_EQ(count_ifs(g.body), 0);
+  expect_equivalent_1d(f, g);
+}
+
+}  // namespace
+}  // namespace dynvm::tir::test
