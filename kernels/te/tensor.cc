@@ -1,0 +1,149 @@
+// TE construction: placeholders, computes and the reduction builders. Everything here only
+// builds and checks the math; schedules and lowering live in schedule.cc / lower_te.cc.
+#include "kernels/te/tensor.h"
+
+#include <unordered_set>
+#include <utility>
+
+#include "vm/error.h"
+
+namespace dynvm::te {
+namespace {
+
+void check_shape(const std::string& what, const std::vector<arith::Expr>& shape) {
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (!shape[d].defined() || shape[d].is_boolean()) {
+      user_error(what, ": dim ", d, " of the shape is not an integer expression");
+    }
+    if (shape[d].is_int_imm() && shape[d].int_value() < 0) {
+      user_error(what, ": dim ", d, " of the shape is negative (", shape[d].int_value(), ")");
+    }
+  }
+}
+
+tir::Expr make_reduce(tir::ReduceOp op, const char* what, tir::Expr source,
+                      std::vector<IterVar> axes) {
+  if (!source.defined()) user_error(what, ": the reduced expression is undefined");
+  if (source.type().lanes != 1) user_error(what, ": the reduced expression must be scalar");
+  if (source.type().is_bool()) user_error(what, ": reductions over bool are not supported");
+  if (axes.empty()) user_error(what, ": needs at least one reduce axis");
+  std::unordered_set<arith::VarId> seen;
+  for (const IterVar& axis : axes) {
+    if (!axis.extent.defined())
+      user_error(what, ": reduce axis ", axis.var.name(), " has no extent (use reduce_axis)");
+    if (!seen.insert(axis.var.id()).second) {
+      user_error(what, ": reduce axis ", axis.var.name(), " appears twice");
+    }
+  }
+  tir::visit(source, [&](const tir::Expr& e) {
+    if (e.kind() == tir::ExprKind::kReduce) {
+      user_error(what, ": a reduction may not contain another reduction");
+    }
+  });
+  auto node = std::make_shared<tir::ExprNode>();
+  node->kind = tir::ExprKind::kReduce;
+  bool arg = op == tir::ReduceOp::kArgMax || op == tir::ReduceOp::kArgMin;
+  node->type = arg ? tir::i64() : source.type();
+  node->reduce_op = op;
+  node->operands = {std::move(source), tir::Expr()};  // init undefined: the identity
+  node->reduce_axes = std::move(axes);
+  return tir::Expr(std::move(node));
+}
+
+}  // namespace
+
+const std::vector<IterVar>& Tensor::reduce_axes() const {
+  static const std::vector<IterVar> kNone;
+  if (kind_ != Kind::kCompute || body_.kind() != tir::ExprKind::kReduce) return kNone;
+  return body_->reduce_axes;
+}
+
+TensorRef placeholder(std::string name, std::vector<arith::Expr> shape, vm::DType dtype) {
+  check_shape("placeholder " + name, shape);
+  auto t = std::shared_ptr<Tensor>(new Tensor());
+  t->name_ = std::move(name);
+  t->dtype_ = dtype;
+  t->shape_ = std::move(shape);
+  t->kind_ = Tensor::Kind::kPlaceholder;
+  return t;
+}
+
+TensorRef compute(std::string name, std::vector<arith::Expr> shape,
+                  const std::function<tir::Expr(const Indices&)>& body) {
+  const std::string what = "compute " + name;
+  check_shape(what, shape);
+  auto t = std::shared_ptr<Tensor>(new Tensor());
+  t->name_ = std::move(name);
+  t->shape_ = std::move(shape);
+  t->kind_ = Tensor::Kind::kCompute;
+  for (size_t d = 0; d < t->shape_.size(); ++d) t->axis_.emplace_back("i" + std::to_string(d));
+  t->body_ = body(t->axis_);
+  if (!t->body_.defined()) user_error(what, ": the body is undefined");
+  if (t->body_.type().lanes != 1) user_error(what, ": the body must be a scalar expression");
+  t->dtype_ = t->body_.type().elem;
+
+  // A reduction is a loop around the whole element; one nested in arithmetic would need
+  // a temporary the TE language cannot name, so it is refused rather than guessed at.
+  std::unordered_set<const Tensor*> seen;
+  tir::visit(t->body_, [&](const tir::Expr& e) {
+    if (e.kind() == tir::ExprKind::kReduce && e.get() != t->body_.get()) {
+      user_error(what,
+                 ": a reduction must be the root of the body (compute the reduction "
+                 "as its own tensor and use it)");
+    }
+    if (e.kind() == tir::ExprKind::kTensorRead && seen.insert(e->tensor.get()).second) {
+      t->inputs_.push_back(e->tensor);
+    }
+  });
+  return t;
+}
+
+tir::Expr read(const TensorRef& tensor, std::vector<arith::Expr> indices) {
+  if (!tensor) user_error("read: the tensor is null");
+  if (indices.size() != tensor->ndim()) {
+    user_error("read ", tensor->name(), ": ", indices.size(), " indices for a tensor of rank ",
+               tensor->ndim());
+  }
+  for (size_t d = 0; d < indices.size(); ++d) {
+    if (!indices[d].defined() || indices[d].is_boolean()) {
+      user_error("read ", tensor->name(), ": index ", d, " is not an integer expression");
+    }
+  }
+  auto node = std::make_shared<tir::ExprNode>();
+  node->kind = tir::ExprKind::kTensorRead;
+  node->type = tir::DataType{tensor->dtype(), 1};
+  node->indices = std::move(indices);
+  node->tensor = tensor;
+  return tir::Expr(std::move(node));
+}
+
+IterVar reduce_axis(arith::Expr extent, const std::string& name) {
+  if (!extent.defined() || extent.is_boolean()) {
+    user_error("reduce_axis ", name, ": the extent is not an integer expression");
+  }
+  if (extent.is_int_imm() && extent.int_value() < 0) {
+    user_error("reduce_axis ", name, ": negative extent ", extent.int_value());
+  }
+  return IterVar{arith::Var(name), std::move(extent)};
+}
+
+tir::Expr sum(tir::Expr source, std::vector<IterVar> axes) {
+  return make_reduce(tir::ReduceOp::kSum, "sum", std::move(source), std::move(axes));
+}
+tir::Expr prod(tir::Expr source, std::vector<IterVar> axes) {
+  return make_reduce(tir::ReduceOp::kProd, "prod", std::move(source), std::move(axes));
+}
+tir::Expr max_reduce(tir::Expr source, std::vector<IterVar> axes) {
+  return make_reduce(tir::ReduceOp::kMax, "max_reduce", std::move(source), std::move(axes));
+}
+tir::Expr min_reduce(tir::Expr source, std::vector<IterVar> axes) {
+  return make_reduce(tir::ReduceOp::kMin, "min_reduce", std::move(source), std::move(axes));
+}
+tir::Expr argmax(tir::Expr source, std::vector<IterVar> axes) {
+  return make_reduce(tir::ReduceOp::kArgMax, "argmax", std::move(source), std::move(axes));
+}
+tir::Expr argmin(tir::Expr source, std::vector<IterVar> axes) {
+  return make_reduce(tir::ReduceOp::kArgMin, "argmin", std::move(source), std::move(axes));
+}
+
+}  // namespace dynvm::te

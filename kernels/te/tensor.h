@@ -1,0 +1,77 @@
+// TE: tensor expressions. A kernel's math is written once as placeholders (its inputs)
+// and computes (outputs and intermediates defined element-wise by a lambda over their
+// indices, possibly reducing over extra axes). How it runs is the schedule's business
+// (schedule.h); lowering (lower_te.h) turns both into a TIR PrimFunc.
+//
+//   auto A = placeholder("A", {m, k}, f32);  auto B = placeholder("B", {k, n}, f32);
+//   auto r = reduce_axis(k, "r");
+//   auto C = compute("C", {m, n}, [&](const Indices& i) {
+//     return sum(read(A, {i[0], r.var}) * read(B, {r.var, i[1]}), {r});
+//   });
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/arith/expr.h"
+#include "kernels/tir/expr.h"
+
+namespace dynvm::te {
+
+using Indices = std::vector<arith::Var>;
+using tir::IterVar;
+
+class Tensor;
+using TensorRef = std::shared_ptr<const Tensor>;
+
+class Tensor {
+ public:
+  enum class Kind : uint8_t { kPlaceholder, kCompute };
+
+  const std::string& name() const { return name_; }
+  vm::DType dtype() const { return dtype_; }
+  const std::vector<arith::Expr>& shape() const { return shape_; }
+  size_t ndim() const { return shape_.size(); }
+  Kind kind() const { return kind_; }
+  // kCompute: one data-parallel var per dim, the body (a kReduce at its root for
+  // reductions), and the tensors the body reads, in first-use order.
+  const Indices& axis() const { return axis_; }
+  const tir::Expr& body() const { return body_; }
+  const std::vector<TensorRef>& inputs() const { return inputs_; }
+  // kCompute with a kReduce body: its reduction axes.
+  const std::vector<IterVar>& reduce_axes() const;
+
+ private:
+  friend TensorRef placeholder(std::string, std::vector<arith::Expr>, vm::DType);
+  friend TensorRef compute(std::string, std::vector<arith::Expr>,
+                           const std::function<tir::Expr(const Indices&)>&);
+  Tensor() = default;
+  std::string name_;
+  vm::DType dtype_ = vm::DType::kFloat32;
+  std::vector<arith::Expr> shape_;
+  Kind kind_ = Kind::kPlaceholder;
+  Indices axis_;
+  tir::Expr body_;
+  std::vector<TensorRef> inputs_;
+};
+
+TensorRef placeholder(std::string name, std::vector<arith::Expr> shape, vm::DType dtype);
+// The body's type gives the tensor's dtype. A reduction must be the body's root.
+TensorRef compute(std::string name, std::vector<arith::Expr> shape,
+                  const std::function<tir::Expr(const Indices&)>& body);
+
+// tensor(indices...): reads one element (indices must match the rank).
+tir::Expr read(const TensorRef& tensor, std::vector<arith::Expr> indices);
+
+IterVar reduce_axis(arith::Expr extent, const std::string& name);
+tir::Expr sum(tir::Expr source, std::vector<IterVar> axes);
+tir::Expr prod(tir::Expr source, std::vector<IterVar> axes);
+tir::Expr max_reduce(tir::Expr source, std::vector<IterVar> axes);
+tir::Expr min_reduce(tir::Expr source, std::vector<IterVar> axes);
+// Index (int64, row-major over `axes`) of the first maximum / minimum of source.
+tir::Expr argmax(tir::Expr source, std::vector<IterVar> axes);
+tir::Expr argmin(tir::Expr source, std::vector<IterVar> axes);
+
+}  // namespace dynvm::te
