@@ -1,0 +1,24 @@
+// CodeGenX86: x86-64 code generation. Adds to the common LLVM codegen what depends on the
+// x86 ISA: the preferred and legal vector widths (512-bit vectors stay whole on AVX-512
+// machines instead of being split into halves), and which conversions and roundings are
+// single instructions (SSE4.1 round*, F16C vcvtps2ph/vcvtph2ps).
+#pragma once
+
+#include "kernels/codegen/codegen_llvm.h"
+
+namespace dynvm::codegen {
+
+class CodeGenX86 final : public CodeGenLLVM {
+ public:
+  CodeGenX86(llvm::LLVMContext& context, llvm::TargetMachine& tm, Target target);
+
+  bool has_native_rounding() const override { return sse41_; }
+  bool has_native_f16_conversion() const override { return f16c_; }
+  void add_function_attributes(llvm::Function* f) const override;
+
+ private:
+  bool sse41_;
+  bool f16c_;
+};
+
+}  // namespace dynvm::codegen
