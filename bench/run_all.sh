@@ -9,3 +9,9 @@ echo "== vm_dispatch"
 "$BUILD/bench/vm_dispatch" --benchmark_format=json --benchmark_repetitions=5 \
   --benchmark_report_aggregates_only=false >"$OUT/vm_dispatch.json"
 /usr/bin/python3 "$HERE/vm_dispatch_report.py" "$OUT/vm_dispatch.json"
+if [ -x "$BUILD/bench/kernels_bench" ]; then
+  echo "== kernels_bench"
+  OMP_NUM_THREADS=1 "$BUILD/bench/kernels_bench" --benchmark_format=json \
+    --benchmark_repetitions=3 --benchmark_report_aggregates_only=false >"$OUT/kernels.json"
+  /usr/bin/python3 "$HERE/kernels_report.py" "$OUT/kernels.json"
+fi

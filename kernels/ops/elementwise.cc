@@ -1,0 +1,299 @@
+// Elementwise operators (see elementwise.h): the math of each op as a tir::Expr function of
+// its operands, wrapped in a broadcasting TE compute and the injective schedule.
+#include "kernels/ops/elementwise.h"
+
+#include <cmath>
+#include <functional>
+
+#include "kernels/ops/schedules.h"
+#include "vm/error.h"
+
+namespace dynvm::ops {
+namespace {
+
+using tir::Expr;
+using tir::Intrinsic;
+
+Expr c(const Expr& like, double v) { return tir::make_const(like.type(), v); }
+Expr fn(Intrinsic f, const Expr& x) { return tir::call(f, x); }
+Expr cmp(tir::CompareOp op, const Expr& a, const Expr& b) { return tir::compare(op, a, b); }
+
+std::string dtype_suffix(vm::DType t) { return tir::to_string(tir::DataType{t, 1}); }
+
+void require_float(const char* op, const TensorType& x) {
+  if (!vm::is_floating(x.dtype)) {
+    user_error(op, " needs a floating-point input, got ", dtype_suffix(x.dtype));
+  }
+}
+
+// One output over `shape` reading every input through broadcasting, scheduled injective.
+OpInstance elementwise(std::string name, std::vector<TensorType> ins,
+                       const std::function<Expr(const std::vector<Expr>&)>& math) {
+  std::vector<std::vector<arith::Expr>> shapes;
+  for (const TensorType& t : ins) shapes.push_back(t.shape);
+  std::vector<arith::Expr> shape = broadcast_shape(shapes);
+  OpInstance op;
+  op.name = std::move(name);
+  static const char* kNames[] = {"A", "B", "C"};
+  for (size_t k = 0; k < ins.size(); ++k) {
+    op.inputs.push_back(te::placeholder(k < 3 ? kNames[k] : "X", ins[k].shape, ins[k].dtype));
+  }
+  std::vector<te::TensorRef> inputs = op.inputs;
+  te::TensorRef out = te::compute("Y", shape, [&](const te::Indices& i) {
+    std::vector<Expr> values;
+    for (const te::TensorRef& in : inputs) {
+      values.push_back(te::read(in, broadcast_indices(in->shape(), i)));
+    }
+    return math(values);
+  });
+  op.outputs = {out};
+  op.knobs = injective_knobs(shape);
+  op.schedule = injective_schedule(op.knobs, out);
+  op.preferred_multiples = last_dim_multiple(shape, 8);
+  return op;
+}
+
+Expr unary_math(UnaryOp op, const Expr& x, const UnaryParams& p) {
+  switch (op) {
+    case UnaryOp::kNeg:
+      return fn(Intrinsic::kNeg, x);
+    case UnaryOp::kAbs:
+      return fn(Intrinsic::kAbs, x);
+    case UnaryOp::kExp:
+      return fn(Intrinsic::kExp, x);
+    case UnaryOp::kLog:
+      return fn(Intrinsic::kLog, x);
+    case UnaryOp::kSqrt:
+      return fn(Intrinsic::kSqrt, x);
+    case UnaryOp::kReciprocal:
+      return fn(Intrinsic::kReciprocal, x);
+    case UnaryOp::kTanh:
+      return fn(Intrinsic::kTanh, x);
+    case UnaryOp::kSigmoid:
+      return fn(Intrinsic::kSigmoid, x);
+    case UnaryOp::kErf:
+      return fn(Intrinsic::kErf, x);
+    case UnaryOp::kFloor:
+      return fn(Intrinsic::kFloor, x);
+    case UnaryOp::kCeil:
+      return fn(Intrinsic::kCeil, x);
+    case UnaryOp::kRound:
+      return fn(Intrinsic::kRound, x);
+    case UnaryOp::kSign:
+      return fn(Intrinsic::kSign, x);
+    case UnaryOp::kNot:
+      return tir::logical_not(x);
+    case UnaryOp::kRelu:
+      return tir::max(x, c(x, 0));
+    case UnaryOp::kLeakyRelu:
+      return tir::select(cmp(tir::CompareOp::kLt, x, c(x, 0)), x * c(x, p.alpha.value_or(0.01)), x);
+    case UnaryOp::kElu:
+      return tir::select(cmp(tir::CompareOp::kLt, x, c(x, 0)),
+                         c(x, p.alpha.value_or(1.0)) * fn(Intrinsic::kExpm1, x), x);
+    case UnaryOp::kSelu: {
+      double alpha = p.alpha.value_or(1.67326319217681884765625);
+      double gamma = p.gamma.value_or(1.05070102214813232421875);
+      return c(x, gamma) * tir::select(cmp(tir::CompareOp::kLe, x, c(x, 0)),
+                                       c(x, alpha) * fn(Intrinsic::kExpm1, x), x);
+    }
+    case UnaryOp::kGelu:
+      return c(x, 0.5) * x * (c(x, 1) + fn(Intrinsic::kErf, x * c(x, M_SQRT1_2)));
+    case UnaryOp::kSoftplus:  // log(1 + e^x) without overflow
+      return tir::max(x, c(x, 0)) +
+             fn(Intrinsic::kLog1p,
+                fn(Intrinsic::kExp, fn(Intrinsic::kNeg, fn(Intrinsic::kAbs, x))));
+    case UnaryOp::kHardSigmoid:
+      return tir::max(
+          c(x, 0), tir::min(c(x, 1), c(x, p.alpha.value_or(0.2)) * x + c(x, p.beta.value_or(0.5))));
+    case UnaryOp::kClip: {
+      Expr y = x;
+      if (p.alpha) y = tir::max(y, c(x, *p.alpha));
+      if (p.beta) y = tir::min(y, c(x, *p.beta));
+      return y;
+    }
+  }
+  DYNVM_INTERNAL_CHECK(false, "unknown unary op");
+  return x;
+}
+
+bool unary_needs_float(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::kNeg:
+    case UnaryOp::kAbs:
+    case UnaryOp::kSign:
+    case UnaryOp::kRelu:
+    case UnaryOp::kClip:
+    case UnaryOp::kNot:
+      return false;
+    default:
+      return true;
+  }
+}
+
+Expr logical_xor(const Expr& a, const Expr& b) {
+  return tir::logical_or(tir::logical_and(a, tir::logical_not(b)),
+                         tir::logical_and(tir::logical_not(a), b));
+}
+
+// ONNX integer Div truncates toward zero; tir's integer kDiv floors. They differ by one
+// when the remainder is non-zero and the operands' signs differ.
+Expr int_trunc_div(const Expr& a, const Expr& b) {
+  Expr zero = c(a, 0);
+  Expr r = tir::binary(tir::BinaryOp::kMod, a, b);
+  Expr fix = tir::logical_and(
+      cmp(tir::CompareOp::kNe, r, zero),
+      logical_xor(cmp(tir::CompareOp::kLt, a, zero), cmp(tir::CompareOp::kLt, b, zero)));
+  return a / b + tir::select(fix, c(a, 1), zero);
+}
+
+// Truncated modulo: a - b * trunc(a / b), the sign of the dividend.
+Expr trunc_mod(const Expr& a, const Expr& b) {
+  if (!a.type().is_float()) return a - b * int_trunc_div(a, b);
+  Expr r = tir::binary(tir::BinaryOp::kMod, a, b);  // floor modulo: the sign of b
+  Expr zero = c(a, 0);
+  Expr fix = tir::logical_and(
+      cmp(tir::CompareOp::kNe, r, zero),
+      logical_xor(cmp(tir::CompareOp::kLt, a, zero), cmp(tir::CompareOp::kLt, b, zero)));
+  return tir::select(fix, r - b, r);
+}
+
+Expr binary_math(BinaryOp op, const Expr& a, const Expr& b) {
+  using tir::CompareOp;
+  switch (op) {
+    case BinaryOp::kAdd:
+      return a + b;
+    case BinaryOp::kSub:
+      return a - b;
+    case BinaryOp::kMul:
+      return a * b;
+    case BinaryOp::kDiv:
+      return a.type().is_float() ? a / b : int_trunc_div(a, b);
+    case BinaryOp::kPow:
+      return tir::binary(tir::BinaryOp::kPow, a, b.type() == a.type() ? b : tir::cast(a.type(), b));
+    case BinaryOp::kMin:
+      return tir::min(a, b);
+    case BinaryOp::kMax:
+      return tir::max(a, b);
+    case BinaryOp::kMod:
+      return tir::binary(tir::BinaryOp::kMod, a, b);
+    case BinaryOp::kFMod:
+      return trunc_mod(a, b);
+    case BinaryOp::kEqual:
+      return cmp(CompareOp::kEq, a, b);
+    case BinaryOp::kLess:
+      return cmp(CompareOp::kLt, a, b);
+    case BinaryOp::kLessEqual:
+      return cmp(CompareOp::kLe, a, b);
+    case BinaryOp::kGreater:
+      return cmp(CompareOp::kGt, a, b);
+    case BinaryOp::kGreaterEqual:
+      return cmp(CompareOp::kGe, a, b);
+    case BinaryOp::kAnd:
+      return tir::logical_and(a, b);
+    case BinaryOp::kOr:
+      return tir::logical_or(a, b);
+    case BinaryOp::kXor:
+      return logical_xor(a, b);
+  }
+  DYNVM_INTERNAL_CHECK(false, "unknown binary op");
+  return a;
+}
+
+bool is_logic(BinaryOp op) {
+  return op == BinaryOp::kAnd || op == BinaryOp::kOr || op == BinaryOp::kXor;
+}
+
+}  // namespace
+
+const char* unary_op_name(UnaryOp op) {
+  switch (op) {
+#define DYNVM_CASE(name, str) \
+  case UnaryOp::k##name:      \
+    return str;
+    DYNVM_UNARY_OPS(DYNVM_CASE)
+#undef DYNVM_CASE
+  }
+  return "?";
+}
+
+const char* binary_op_name(BinaryOp op) {
+  switch (op) {
+#define DYNVM_CASE(name, str) \
+  case BinaryOp::k##name:     \
+    return str;
+    DYNVM_BINARY_OPS(DYNVM_CASE)
+#undef DYNVM_CASE
+  }
+  return "?";
+}
+
+std::vector<arith::Expr> broadcast_shape(const std::vector<std::vector<arith::Expr>>& shapes) {
+  size_t rank = 0;
+  for (const auto& s : shapes) rank = std::max(rank, s.size());
+  std::vector<arith::Expr> out(rank, arith::make_int(1));
+  for (const auto& s : shapes) {
+    for (size_t k = 0; k < s.size(); ++k) {
+      arith::Expr& o = out[rank - s.size() + k];
+      const arith::Expr& d = s[k];
+      if (d.is_int_imm() && d.int_value() == 1) continue;
+      if (o.is_int_imm() && o.int_value() == 1) {
+        o = d;
+      } else if (!arith::structural_equal(o, d)) {
+        if (o.is_int_imm() && d.is_int_imm()) {
+          user_error("cannot broadcast dims ", o.int_value(), " and ", d.int_value());
+        }
+        user_error("cannot broadcast symbolic dims that are neither equal nor 1");
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<arith::Expr> broadcast_indices(const std::vector<arith::Expr>& shape,
+                                           const te::Indices& out) {
+  std::vector<arith::Expr> idx;
+  size_t offset = out.size() - shape.size();
+  for (size_t k = 0; k < shape.size(); ++k) {
+    bool one = shape[k].is_int_imm() && shape[k].int_value() == 1;
+    idx.push_back(one ? arith::make_int(0) : arith::Expr(out[offset + k]));
+  }
+  return idx;
+}
+
+OpInstance unary(UnaryOp op, const TensorType& x, const UnaryParams& params) {
+  if (unary_needs_float(op)) require_float(unary_op_name(op), x);
+  if (op == UnaryOp::kNot && x.dtype != vm::DType::kBool) user_error("not needs a bool input");
+  return elementwise(std::string(unary_op_name(op)) + "_" + dtype_suffix(x.dtype), {x},
+                     [&](const std::vector<Expr>& v) { return unary_math(op, v[0], params); });
+}
+
+OpInstance cast(const TensorType& x, vm::DType to) {
+  return elementwise("cast_" + dtype_suffix(x.dtype) + "_" + dtype_suffix(to), {x},
+                     [&](const std::vector<Expr>& v) {
+                       return tir::cast(tir::DataType{to, v[0].type().lanes}, v[0]);
+                     });
+}
+
+OpInstance binary(BinaryOp op, const TensorType& a, const TensorType& b) {
+  if (op != BinaryOp::kPow && a.dtype != b.dtype) {
+    user_error(binary_op_name(op), ": operand dtypes differ (", dtype_suffix(a.dtype), " and ",
+               dtype_suffix(b.dtype), ")");
+  }
+  if (is_logic(op) && a.dtype != vm::DType::kBool) {
+    user_error(binary_op_name(op), " needs bool operands");
+  }
+  if (!is_logic(op) && a.dtype == vm::DType::kBool) {
+    user_error(binary_op_name(op), " does not take bool operands");
+  }
+  return elementwise(std::string(binary_op_name(op)) + "_" + dtype_suffix(a.dtype), {a, b},
+                     [&](const std::vector<Expr>& v) { return binary_math(op, v[0], v[1]); });
+}
+
+OpInstance where(const TensorType& cond, const TensorType& a, const TensorType& b) {
+  if (cond.dtype != vm::DType::kBool) user_error("where: the condition must be bool");
+  if (a.dtype != b.dtype) user_error("where: the two branches' dtypes differ");
+  return elementwise("where_" + dtype_suffix(a.dtype), {cond, a, b},
+                     [](const std::vector<Expr>& v) { return tir::select(v[0], v[1], v[2]); });
+}
+
+}  // namespace dynvm::ops

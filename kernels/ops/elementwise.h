@@ -1,0 +1,103 @@
+// Elementwise operators: unary math and activations, binary arithmetic / comparison /
+// logic with numpy (ONNX multidirectional) broadcasting, where(), cast. Every builder
+// returns an OpInstance scheduled with the injective template (schedules.h): knobs
+// `vector_width` and `parallel`. Dtype rules follow ONNX: binary operands share a dtype
+// (pow's exponent may differ and is cast), comparisons give bool, logic takes bool.
+#pragma once
+
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/ops/op.h"
+
+namespace dynvm::ops {
+
+// clang-format off
+#define DYNVM_UNARY_OPS(X)       \
+  X(Neg, "neg")                  \
+  X(Abs, "abs")                  \
+  X(Exp, "exp")                  \
+  X(Log, "log")                  \
+  X(Sqrt, "sqrt")                \
+  X(Reciprocal, "reciprocal")    \
+  X(Tanh, "tanh")                \
+  X(Sigmoid, "sigmoid")          \
+  X(Erf, "erf")                  \
+  X(Relu, "relu")                \
+  X(LeakyRelu, "leaky_relu")     \
+  X(Elu, "elu")                  \
+  X(Selu, "selu")                \
+  X(Gelu, "gelu")                \
+  X(Softplus, "softplus")        \
+  X(HardSigmoid, "hard_sigmoid") \
+  X(Floor, "floor")              \
+  X(Ceil, "ceil")                \
+  X(Round, "round")              \
+  X(Sign, "sign")                \
+  X(Not, "not")                  \
+  X(Clip, "clip")
+// clang-format on
+
+enum class UnaryOp : uint8_t {
+#define DYNVM_ENUM(name, str) k##name,
+  DYNVM_UNARY_OPS(DYNVM_ENUM)
+#undef DYNVM_ENUM
+};
+const char* unary_op_name(UnaryOp op);
+
+// Attributes of the parameterised unary ops; unset ones take ONNX's defaults
+// (leaky_relu alpha 0.01, elu alpha 1, selu alpha/gamma 1.6733/1.0507, hard_sigmoid alpha
+// 0.2 beta 0.5, clip min/max -inf/+inf: for clip, alpha is min and beta is max).
+struct UnaryParams {
+  std::optional<double> alpha = std::nullopt;
+  std::optional<double> beta = std::nullopt;
+  std::optional<double> gamma = std::nullopt;
+};
+
+OpInstance unary(UnaryOp op, const TensorType& x, const UnaryParams& params = {});
+OpInstance cast(const TensorType& x, vm::DType to);
+
+// clang-format off
+#define DYNVM_BINARY_OPS(X)        \
+  X(Add, "add")                    \
+  X(Sub, "sub")                    \
+  X(Mul, "mul")                    \
+  X(Div, "div")                    \
+  X(Pow, "pow")                    \
+  X(Min, "min")                    \
+  X(Max, "max")                    \
+  X(Mod, "mod")                    \
+  X(FMod, "fmod")                  \
+  X(Equal, "equal")                \
+  X(Less, "less")                  \
+  X(LessEqual, "less_equal")       \
+  X(Greater, "greater")            \
+  X(GreaterEqual, "greater_equal") \
+  X(And, "and")                    \
+  X(Or, "or")                      \
+  X(Xor, "xor")
+// clang-format on
+
+enum class BinaryOp : uint8_t {
+#define DYNVM_ENUM(name, str) k##name,
+  DYNVM_BINARY_OPS(DYNVM_ENUM)
+#undef DYNVM_ENUM
+};
+const char* binary_op_name(BinaryOp op);
+
+// Integer div truncates toward zero (ONNX); mod is floor modulo (sign of the divisor,
+// ONNX fmod=0), fmod truncated (sign of the dividend, ONNX fmod=1).
+OpInstance binary(BinaryOp op, const TensorType& a, const TensorType& b);
+// cond ? a : b with three-way broadcasting.
+OpInstance where(const TensorType& cond, const TensorType& a, const TensorType& b);
+
+// The broadcast shape of `shapes` (numpy rules). Symbolic dims must be structurally equal
+// or meet a constant 1; UserError otherwise.
+std::vector<arith::Expr> broadcast_shape(const std::vector<std::vector<arith::Expr>>& shapes);
+// The indices into a tensor of `shape` for output indices `out` of the broadcast shape.
+std::vector<arith::Expr> broadcast_indices(const std::vector<arith::Expr>& shape,
+                                           const te::Indices& out);
+
+}  // namespace dynvm::ops

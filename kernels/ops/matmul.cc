@@ -1,0 +1,195 @@
+// Matrix-product builders and their shared register-tiled schedule template (matmul.h).
+#include "kernels/ops/matmul.h"
+
+#include <utility>
+
+#include "vm/error.h"
+
+namespace dynvm::ops {
+namespace {
+
+using te::Indices;
+using te::TensorRef;
+
+bool is_one(const arith::Expr& e) { return e.is_int_imm() && e.int_value() == 1; }
+
+void check_float(const TensorType& t, const char* op, const char* what) {
+  if (t.dtype != vm::DType::kFloat32 && t.dtype != vm::DType::kFloat64) {
+    user_error(op, ": ", what, " must be f32 or f64, got ", vm::dtype_name(t.dtype));
+  }
+}
+
+void check_same_dim(const arith::Expr& x, const arith::Expr& y, const char* op, const char* what) {
+  if (!arith::structural_equal(x, y)) user_error(op, ": ", what, " dims differ");
+}
+
+std::vector<KnobSpec> matmul_knobs() {
+  // Defaults for AVX-512 f32: 8 rows x 2 zmm = 16 accumulators, 1 broadcast, 2 B vectors.
+  return {{"tile_m", {1, 2, 4, 6, 8, 12, 16}, 8},
+          {"tile_n", {16, 32, 48, 64}, 32},
+          {"tile_k", {1, 2, 4, 8, 16}, 4},
+          {"parallel", {0, 1}, 1}};
+}
+
+// The template. `out` is the kernel's output over (batch..., m, n); `acc` the reduction
+// producing it, or null to make one with cache_write. batch_axes: leading dims of out.
+te::Schedule tiled_schedule(const TensorRef& out, TensorRef acc, size_t batch_axes,
+                            const OpInstance& op, const KnobValues& knobs) {
+  int64_t tile_m = knob(op, knobs, "tile_m");
+  int64_t tile_n = knob(op, knobs, "tile_n");
+  int64_t tile_k = knob(op, knobs, "tile_k");
+  bool parallel = knob(op, knobs, "parallel") != 0;
+  if (tile_m <= 0 || tile_n <= 0 || tile_k <= 0) user_error(op.name, ": tiles must be > 0");
+
+  te::Schedule s = te::create_schedule({out});
+  if (!acc) acc = s.cache_write(out, "local");
+  te::Stage& so = s[out];
+  const size_t m_axis = batch_axes, n_axis = batch_axes + 1;
+  auto [mo, no, mi, ni] = so.tile(so.axis(m_axis), so.axis(n_axis), tile_m, tile_n);
+  so.vectorize(ni);
+  so.unroll(mi);
+  if (parallel) {
+    te::IterVarRef outer = mo;
+    for (size_t b = batch_axes; b-- > 0;) outer = so.fuse(so.axis(b), outer);
+    so.parallel(outer);
+  }
+
+  te::Stage& sa = s[acc];
+  sa.compute_at(so, no);
+  auto [ko, ki] = sa.split(sa.reduce_axis(0), tile_k);
+  std::vector<te::IterVarRef> order{ko, ki};
+  for (size_t d = 0; d < sa.num_axes(); ++d) order.push_back(sa.axis(d));
+  sa.reorder(order);
+  sa.vectorize(sa.axis(n_axis));
+  sa.unroll(sa.axis(m_axis));
+  sa.unroll(ki);
+  return s;
+}
+
+OpInstance make_instance(std::string name, std::vector<TensorRef> inputs, TensorRef out,
+                         TensorRef acc, size_t batch_axes, const arith::Expr& m) {
+  OpInstance op;
+  op.name = std::move(name);
+  op.inputs = std::move(inputs);
+  op.outputs = {out};
+  op.knobs = matmul_knobs();
+  // The schedule captures a copy of the knob table (op itself may move).
+  OpInstance knob_table;
+  knob_table.name = op.name;
+  knob_table.knobs = op.knobs;
+  op.schedule = [out, acc, batch_axes, knob_table](const KnobValues& knobs) {
+    return tiled_schedule(out, acc, batch_axes, knob_table, knobs);
+  };
+  if (m.kind() == arith::ExprKind::kVar) {
+    for (const KnobSpec& spec : op.knobs) {
+      if (spec.name == "tile_m")
+        op.preferred_multiples.emplace_back(arith::Var(m), spec.default_value);
+    }
+  }
+  return op;
+}
+
+std::string dtype_suffix(vm::DType t) { return std::string(vm::dtype_name(t)); }
+
+}  // namespace
+
+OpInstance matmul(const TensorType& a, const TensorType& b) {
+  check_float(a, "matmul", "A");
+  if (a.shape.size() != 2 || b.shape.size() != 2) user_error("matmul: A and B must be 2-D");
+  if (a.dtype != b.dtype) user_error("matmul: A and B dtypes differ");
+  check_same_dim(a.shape[1], b.shape[0], "matmul", "A's K and B's K");
+  arith::Expr m = a.shape[0], k = a.shape[1], n = b.shape[1];
+  auto A = te::placeholder("A", a.shape, a.dtype);
+  auto B = te::placeholder("B", b.shape, b.dtype);
+  auto r = te::reduce_axis(k, "k");
+  auto C = te::compute("C", {m, n}, [&](const Indices& i) {
+    return te::sum(te::read(A, {i[0], r.var}) * te::read(B, {r.var, i[1]}), {r});
+  });
+  return make_instance("matmul_" + dtype_suffix(a.dtype), {A, B}, C, nullptr, 0, m);
+}
+
+OpInstance batch_matmul(const TensorType& a, const TensorType& b) {
+  check_float(a, "batch_matmul", "A");
+  if (a.dtype != b.dtype) user_error("batch_matmul: A and B dtypes differ");
+  if (a.shape.size() != 3) user_error("batch_matmul: A must be 3-D [B, M, K]");
+  if (b.shape.size() != 3 && b.shape.size() != 2) {
+    user_error("batch_matmul: B must be [B, K, N] or [K, N]");
+  }
+  const bool b_batched = b.shape.size() == 3;
+  const size_t bk = b_batched ? 1 : 0;
+  check_same_dim(a.shape[2], b.shape[bk], "batch_matmul", "A's K and B's K");
+  arith::Expr ba = a.shape[0], m = a.shape[1], k = a.shape[2], n = b.shape[bk + 1];
+  arith::Expr batch = ba;
+  bool a_bcast = false, b_bcast = false;
+  if (b_batched) {
+    arith::Expr bb = b.shape[0];
+    if (arith::structural_equal(ba, bb)) {
+    } else if (is_one(ba)) {
+      batch = bb, a_bcast = true;
+    } else if (is_one(bb)) {
+      b_bcast = true;
+    } else {
+      user_error("batch_matmul: batch dims are neither equal nor 1");
+    }
+  }
+  auto A = te::placeholder("A", a.shape, a.dtype);
+  auto B = te::placeholder("B", b.shape, b.dtype);
+  auto r = te::reduce_axis(k, "k");
+  auto C = te::compute("C", {batch, m, n}, [&](const Indices& i) {
+    arith::Expr ia = a_bcast ? arith::Expr(0) : arith::Expr(i[0]);
+    arith::Expr ib = b_bcast ? arith::Expr(0) : arith::Expr(i[0]);
+    tir::Expr bv = b_batched ? te::read(B, {ib, r.var, i[2]}) : te::read(B, {r.var, i[2]});
+    return te::sum(te::read(A, {ia, i[1], r.var}) * bv, {r});
+  });
+  return make_instance("batch_matmul_" + dtype_suffix(a.dtype), {A, B}, C, nullptr, 1, m);
+}
+
+OpInstance gemm(const TensorType& a, const TensorType& b, const std::optional<TensorType>& c,
+                const GemmAttrs& attrs) {
+  check_float(a, "gemm", "A");
+  if (a.shape.size() != 2 || b.shape.size() != 2) user_error("gemm: A and B must be 2-D");
+  if (a.dtype != b.dtype) user_error("gemm: A and B dtypes differ");
+  arith::Expr m = attrs.trans_a ? a.shape[1] : a.shape[0];
+  arith::Expr k = attrs.trans_a ? a.shape[0] : a.shape[1];
+  arith::Expr kb = attrs.trans_b ? b.shape[1] : b.shape[0];
+  arith::Expr n = attrs.trans_b ? b.shape[0] : b.shape[1];
+  check_same_dim(k, kb, "gemm", "A's K and B's K");
+  auto A = te::placeholder("A", a.shape, a.dtype);
+  auto B = te::placeholder("B", b.shape, b.dtype);
+  std::vector<TensorRef> inputs{A, B};
+  TensorRef Cb;
+  if (c) {
+    if (c->dtype != a.dtype) user_error("gemm: C's dtype differs from A's");
+    if (c->shape.size() > 2) user_error("gemm: C must have rank <= 2");
+    Cb = te::placeholder("C", c->shape, c->dtype);
+    inputs.push_back(Cb);
+  }
+  auto r = te::reduce_axis(k, "k");
+  auto P = te::compute("P", {m, n}, [&](const Indices& i) {
+    tir::Expr av = attrs.trans_a ? te::read(A, {r.var, i[0]}) : te::read(A, {i[0], r.var});
+    tir::Expr bv = attrs.trans_b ? te::read(B, {i[1], r.var}) : te::read(B, {r.var, i[1]});
+    return te::sum(av * bv, {r});
+  });
+  const tir::DataType type{a.dtype, 1};
+  auto Y = te::compute("Y", {m, n}, [&](const Indices& i) {
+    tir::Expr y = te::read(P, {i[0], i[1]});
+    if (attrs.alpha != 1.0) y = tir::make_const(type, attrs.alpha) * y;
+    if (Cb) {
+      // Right-aligned numpy broadcast of C's dims against (m, n).
+      std::vector<arith::Expr> idx;
+      const std::vector<arith::Expr>& cs = Cb->shape();
+      for (size_t d = 0; d < cs.size(); ++d) {
+        const arith::Var& v = i[2 - cs.size() + d];
+        idx.push_back(is_one(cs[d]) ? arith::Expr(0) : arith::Expr(v));
+      }
+      tir::Expr cv = te::read(Cb, idx);
+      if (attrs.beta != 1.0) cv = tir::make_const(type, attrs.beta) * cv;
+      y = y + cv;
+    }
+    if (attrs.epilogue == Epilogue::kRelu) y = tir::max(y, tir::make_const(type, 0.0));
+    return y;
+  });
+  return make_instance("gemm_" + dtype_suffix(a.dtype), inputs, Y, P, 0, m);
+}
+
+}  // namespace dynvm::ops

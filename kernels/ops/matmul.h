@@ -1,0 +1,41 @@
+// Matrix products: matmul [M,K]x[K,N], batch_matmul [B,M,K]x[B,K,N] (batch broadcast) and
+// ONNX-style gemm (transposes, alpha/beta, a bias C broadcast to [M,N], relu epilogue).
+// Any dim may be symbolic (typically M, the batch*sequence dim).
+//
+// All three share one default schedule template, TVM's x86 dense idea: the output is tiled
+// by (tile_m, tile_n); a register accumulator (cache_write "local", or the product stage
+// of a gemm with an epilogue) is computed at each tile with loops (ko, ki, mi, ni): ni
+// vectorized (tile_n / vector width zmm registers per row), mi and ki unrolled, so that
+// LLVM keeps the tile_m x tile_n accumulators in registers and each step is one
+// broadcast of A plus tile_n/16 FMAs per row. The outer (batch, M-tile) loop is parallel.
+// Knobs: tile_m, tile_n, tile_k, parallel (0/1). preferred_multiples = {M: tile_m}.
+#pragma once
+
+#include <optional>
+
+#include "kernels/ops/op.h"
+
+namespace dynvm::ops {
+
+enum class Epilogue : uint8_t { kNone, kRelu };
+
+// a: [M, K], b: [K, N] (same dtype, K equal) -> [M, N].
+OpInstance matmul(const TensorType& a, const TensorType& b);
+
+// a: [Ba, M, K], b: [Bb, K, N] or [K, N]; Ba and Bb equal or one of them the literal 1.
+OpInstance batch_matmul(const TensorType& a, const TensorType& b);
+
+struct GemmAttrs {
+  bool trans_a = false;  // a is [K, M]
+  bool trans_b = false;  // b is [N, K]
+  double alpha = 1.0;
+  double beta = 1.0;
+  Epilogue epilogue = Epilogue::kNone;
+};
+
+// Y = epilogue(alpha * op(a) op(b) + beta * c); c (optional) has rank <= 2 and broadcasts
+// to [M, N] numpy-style (a dim of literal 1 repeats).
+OpInstance gemm(const TensorType& a, const TensorType& b, const std::optional<TensorType>& c,
+                const GemmAttrs& attrs = {});
+
+}  // namespace dynvm::ops

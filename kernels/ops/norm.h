@@ -1,0 +1,20 @@
+// Normalisations: softmax and log_softmax over one axis (ONNX opset 13; numerically
+// stable: the row max is subtracted before exp), and layer_norm over the trailing axes from
+// `axis` with scale, optional bias and epsilon (ONNX LayerNormalization, opset 17).
+// Knobs: `vector_width` and `parallel` (schedules.h) for every stage.
+#pragma once
+
+#include <optional>
+
+#include "kernels/ops/op.h"
+
+namespace dynvm::ops {
+
+OpInstance softmax(const TensorType& x, int64_t axis = -1);
+OpInstance log_softmax(const TensorType& x, int64_t axis = -1);
+// scale (and bias) broadcast against x.shape[axis:] (unidirectional).
+OpInstance layer_norm(const TensorType& x, const TensorType& scale,
+                      const std::optional<TensorType>& bias, int64_t axis = -1,
+                      double epsilon = 1e-5);
+
+}  // namespace dynvm::ops

@@ -1,0 +1,32 @@
+#include "kernels/ops/op.h"
+
+#include "kernels/te/lower_te.h"
+#include "kernels/tir/lower.h"
+#include "vm/error.h"
+
+namespace dynvm::ops {
+
+int64_t knob(const OpInstance& op, const KnobValues& knobs, const std::string& name) {
+  for (const KnobSpec& spec : op.knobs) {
+    if (spec.name != name) continue;
+    auto it = knobs.find(name);
+    return it != knobs.end() ? it->second : spec.default_value;
+  }
+  user_error("operator ", op.name, " has no schedule knob '", name, "'");
+}
+
+tir::LoweredFunc lower_op(const OpInstance& op, const KnobValues& knobs, const std::string& symbol,
+                          const LowerOpOptions& options) {
+  for (const auto& [name, value] : knobs) knob(op, knobs, name);  // rejects unknown knobs
+  te::Schedule schedule = op.schedule(knobs);
+  std::vector<te::TensorRef> args = op.inputs;
+  args.insert(args.end(), op.outputs.begin(), op.outputs.end());
+  tir::PrimFunc func = te::lower(schedule, args, symbol);
+  tir::LowerOptions lower_options;
+  lower_options.dump_after = options.dump_after;
+  lower_options.dump_stream = options.dump;
+  lower_options.time_passes = options.time_passes;
+  return tir::lower(std::move(func), lower_options);
+}
+
+}  // namespace dynvm::ops

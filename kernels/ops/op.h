@@ -1,0 +1,63 @@
+// The op library's common vocabulary. Each operator family (elementwise.h, reduce.h,
+// matmul.h, conv.h, transform.h, ...) is a set of plain C++ builders: given its input
+// types (dtype + possibly symbolic shape) and attributes, a builder returns an OpInstance —
+// the operator's math as TE (written once) and its schedule template with named knobs.
+// Tuning changes knob values, never the math. The compiler's op registry (issue 4) maps
+// ONNX nodes onto these builders; the specializer (kernels/dispatch) re-instantiates a
+// builder with substituted input types to make static and residue-class variants.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "kernels/arith/expr.h"
+#include "kernels/te/schedule.h"
+#include "kernels/te/tensor.h"
+#include "kernels/tir/stmt.h"
+
+namespace dynvm::ops {
+
+// The type of an operator input or output: element type and (symbolic) shape.
+struct TensorType {
+  vm::DType dtype = vm::DType::kFloat32;
+  std::vector<arith::Expr> shape;
+};
+
+// A tunable parameter of a schedule template.
+struct KnobSpec {
+  std::string name;                 // "tile_m", "vector_width", "unroll", "parallel"
+  std::vector<int64_t> candidates;  // the values the tuner may pick
+  int64_t default_value = 0;        // what the untuned default schedule uses
+};
+using KnobValues = std::map<std::string, int64_t>;
+
+// One operator instantiated for concrete input types.
+struct OpInstance {
+  std::string name;  // e.g. "matmul_f32"; also the kernel's symbol prefix
+  std::vector<te::TensorRef> inputs;   // placeholders, in kernel-argument order
+  std::vector<te::TensorRef> outputs;  // after the inputs in the kernel's arguments
+  std::vector<KnobSpec> knobs;
+  // Applies the schedule template with `knobs` (missing names take their defaults).
+  std::function<te::Schedule(const KnobValues& knobs)> schedule;
+  // For residue-class dispatch: symbolic dims whose divisibility by a factor lets the
+  // default schedule drop its tails (e.g. M of a matmul by its row tile). Var -> factor.
+  std::vector<std::pair<arith::Var, int64_t>> preferred_multiples;
+};
+
+// The value of `name` in `knobs`, else the knob's default (UserError if no such knob).
+int64_t knob(const OpInstance& op, const KnobValues& knobs, const std::string& name);
+
+struct LowerOpOptions {
+  std::string dump_after;         // TIR pass name, or "all" (kernels/tir/lower.h)
+  std::ostream* dump = nullptr;
+  bool time_passes = false;
+};
+
+// TE + schedule -> TIR -> lowered (flattened, vectorized, outlined) function named `symbol`.
+tir::LoweredFunc lower_op(const OpInstance& op, const KnobValues& knobs, const std::string& symbol,
+                          const LowerOpOptions& options = {});
+
+}  // namespace dynvm::ops

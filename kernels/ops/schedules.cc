@@ -1,0 +1,100 @@
+// Shared schedule templates (see schedules.h).
+#include "kernels/ops/schedules.h"
+
+#include "vm/error.h"
+
+namespace dynvm::ops {
+namespace {
+
+// The number of elements when every dim is constant, else -1.
+int64_t static_numel(const std::vector<arith::Expr>& shape) {
+  int64_t n = 1;
+  for (const arith::Expr& d : shape) {
+    if (!d.is_int_imm()) return -1;
+    n *= d.int_value();
+  }
+  return n;
+}
+
+int64_t default_parallel(const std::vector<arith::Expr>& shape) {
+  int64_t n = static_numel(shape);
+  return n < 0 || n >= kParallelThreshold ? 1 : 0;
+}
+
+}  // namespace
+
+std::vector<KnobSpec> injective_knobs(const std::vector<arith::Expr>& shape) {
+  return {KnobSpec{"vector_width", {1, 4, 8, 16}, 8},
+          KnobSpec{"parallel", {0, 1}, default_parallel(shape)}};
+}
+
+std::vector<KnobSpec> reduction_knobs(const std::vector<arith::Expr>& shape) {
+  return {KnobSpec{"parallel", {0, 1}, default_parallel(shape)},
+          KnobSpec{"unroll", {1, 2, 4, 8}, 1}};
+}
+
+int64_t knob_value(const std::vector<KnobSpec>& specs, const KnobValues& values,
+                   const std::string& name) {
+  for (const KnobSpec& spec : specs) {
+    if (spec.name != name) continue;
+    auto it = values.find(name);
+    return it != values.end() ? it->second : spec.default_value;
+  }
+  internal_error(__FILE__, __LINE__, str_cat("schedule template asks for unknown knob ", name));
+}
+
+void schedule_injective(te::Schedule& s, const te::TensorRef& tensor, int64_t vector_width,
+                        bool parallel) {
+  te::Stage& stage = s[tensor];
+  size_t rank = stage.num_axes();
+  if (rank == 0) return;
+  if (vector_width < 1) user_error("vector_width must be positive, got ", vector_width);
+  te::IterVarRef last = stage.axis(rank - 1);
+  te::IterVarRef outer_of_last = last;
+  if (vector_width > 1) {
+    auto [outer, inner] = stage.split(last, vector_width);
+    stage.vectorize(inner);
+    outer_of_last = outer;
+  }
+  if (!parallel) return;
+  if (rank == 1) {
+    stage.parallel(outer_of_last);
+    return;
+  }
+  te::IterVarRef fused = stage.axis(0);
+  for (size_t i = 1; i + 1 < rank; ++i) fused = stage.fuse(fused, stage.axis(i));
+  stage.parallel(fused);
+}
+
+void schedule_reduction(te::Schedule& s, const te::TensorRef& tensor, bool parallel,
+                        int64_t unroll) {
+  te::Stage& stage = s[tensor];
+  if (unroll < 1) user_error("unroll must be positive, got ", unroll);
+  if (unroll > 1 && stage.num_reduce_axes() > 0) {
+    auto [outer, inner] = stage.split(stage.reduce_axis(stage.num_reduce_axes() - 1), unroll);
+    stage.unroll(inner);
+  }
+  size_t rank = stage.num_axes();
+  if (rank == 0 || !parallel) return;
+  te::IterVarRef fused = stage.axis(0);
+  for (size_t i = 1; i < rank; ++i) fused = stage.fuse(fused, stage.axis(i));
+  stage.parallel(fused);
+}
+
+std::function<te::Schedule(const KnobValues&)> injective_schedule(std::vector<KnobSpec> specs,
+                                                                  te::TensorRef out) {
+  return [specs = std::move(specs), out = std::move(out)](const KnobValues& knobs) {
+    te::Schedule s = te::create_schedule({out});
+    schedule_injective(s, out, knob_value(specs, knobs, "vector_width"),
+                       knob_value(specs, knobs, "parallel") != 0);
+    return s;
+  };
+}
+
+std::vector<std::pair<arith::Var, int64_t>> last_dim_multiple(const std::vector<arith::Expr>& shape,
+                                                              int64_t factor) {
+  if (shape.empty() || shape.back().kind() != arith::ExprKind::kVar || factor <= 1) return {};
+  return {{arith::Var(shape.back()), factor}};
+}
+
+}  // namespace dynvm::ops

@@ -1,0 +1,46 @@
+// Schedule templates shared by the op families, each driven by named knobs (op.h).
+//   injective: elementwise outputs. The last axis is split by `vector_width` and its inner
+//     part vectorized; the leading axes are fused into one loop that runs in parallel when
+//     `parallel` is 1 (for rank 1, the outer part of the split is the parallel loop).
+//   reduction: a stage whose body reduces. Its data-parallel axes are fused and run in
+//     parallel when `parallel` is 1; the reduce axes stay serial inside, the innermost
+//     one split by `unroll` and its inner part unrolled when `unroll` > 1.
+// Intermediate stages (e.g. softmax's row max) are left at the root: their own nest, with
+// a workspace buffer when symbolic.
+#pragma once
+
+#include <vector>
+
+#include "kernels/ops/op.h"
+
+namespace dynvm::ops {
+
+// The knobs of the injective template (vector_width, parallel), with defaults that depend on the
+// output's size: static outputs below kParallelThreshold elements default to serial.
+std::vector<KnobSpec> injective_knobs(const std::vector<arith::Expr>& shape);
+// parallel, unroll.
+std::vector<KnobSpec> reduction_knobs(const std::vector<arith::Expr>& shape);
+
+inline constexpr int64_t kParallelThreshold = 1 << 15;
+
+// Applies the injective template to `tensor`'s stage.
+void schedule_injective(te::Schedule& s, const te::TensorRef& tensor, int64_t vector_width,
+                        bool parallel);
+// Applies the reduction template to `tensor`'s stage.
+void schedule_reduction(te::Schedule& s, const te::TensorRef& tensor, bool parallel,
+                        int64_t unroll = 1);
+
+// The value of `name` in `values`, else its default among `specs`.
+int64_t knob_value(const std::vector<KnobSpec>& specs, const KnobValues& values,
+                   const std::string& name);
+
+// An OpInstance's schedule for a single output with the injective template; `specs` are the
+// op's knobs (injective_knobs).
+std::function<te::Schedule(const KnobValues&)> injective_schedule(std::vector<KnobSpec> specs,
+                                                                  te::TensorRef out);
+
+// For preferred_multiples: (var, factor) when the last dim is a bare symbolic variable.
+std::vector<std::pair<arith::Var, int64_t>> last_dim_multiple(const std::vector<arith::Expr>& shape,
+                                                              int64_t factor);
+
+}  // namespace dynvm::ops

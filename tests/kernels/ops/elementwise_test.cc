@@ -1,0 +1,366 @@
+// Elementwise ops compiled for the host and run through the runtime's loader: every unary
+// op on symbolic [n] (one kernel, sizes 1..1000) and static [7, 129]; binary ops with
+// broadcasting ([m, n] + [n] symbolic, [3, 1] + [1, 4], [5, 4] + [4], scalar + [7]),
+// integer div/mod semantics, comparisons and logic to bool, where, cast. References are
+// double-precision loops over the same float inputs.
+#include "kernels/ops/elementwise.h"
+
+#include <cmath>
+#include <map>
+
+#include "tests/kernels/ops/op_test_util.h"
+
+namespace dynvm::ops::testing {
+namespace {
+
+const std::vector<int64_t> kSizes = {1, 3, 7, 17, 129, 1000};
+
+struct UnaryCase {
+  UnaryOp op;
+  std::function<double(double)> ref;
+  double lo = -4, hi = 4;
+  UnaryParams params = {};
+};
+
+double erf_gelu(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
+
+std::vector<UnaryCase> unary_cases() {
+  const double kSeluA = 1.67326319217681884765625, kSeluG = 1.05070102214813232421875;
+  return {
+      {UnaryOp::kNeg, [](double x) { return -x; }},
+      {UnaryOp::kAbs, [](double x) { return std::fabs(x); }},
+      {UnaryOp::kExp, [](double x) { return std::exp(x); }},
+      {UnaryOp::kLog, [](double x) { return std::log(x); }, 0.01, 50},
+      {UnaryOp::kSqrt, [](double x) { return std::sqrt(x); }, 0, 50},
+      {UnaryOp::kReciprocal, [](double x) { return 1 / x; }, 0.1, 8},
+      {UnaryOp::kTanh, [](double x) { return std::tanh(x); }},
+      {UnaryOp::kSigmoid, [](double x) { return 1 / (1 + std::exp(-x)); }},
+      {UnaryOp::kErf, [](double x) { return std::erf(x); }},
+      {UnaryOp::kRelu, [](double x) { return std::max(x, 0.0); }},
+      {UnaryOp::kLeakyRelu, [](double x) { return x < 0 ? 0.1 * x : x; }, -4, 4, {0.1}},
+      {UnaryOp::kElu, [](double x) { return x < 0 ? std::expm1(x) : x; }},
+      {UnaryOp::kSelu, [=](double x) { return kSeluG * (x <= 0 ? kSeluA * std::expm1(x) : x); }},
+      {UnaryOp::kGelu, erf_gelu},
+      {UnaryOp::kSoftplus, [](double x) { return std::log1p(std::exp(x)); }, -30, 30},
+      {UnaryOp::kHardSigmoid, [](double x) { return std::clamp(0.2 * x + 0.5, 0.0, 1.0); }},
+      {UnaryOp::kFloor, [](double x) { return std::floor(x); }},
+      {UnaryOp::kCeil, [](double x) { return std::ceil(x); }},
+      {UnaryOp::kRound, [](double x) { return std::nearbyint(x); }},
+      {UnaryOp::kSign, [](double x) { return static_cast<double>((x > 0) - (x < 0)); }},
+      {UnaryOp::kClip, [](double x) { return std::clamp(x, -0.5, 2.0); }, -4, 4, {-0.5, 2.0}},
+  };
+}
+
+class UnaryOps : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    arith::Var n("n");
+    std::vector<OpToBuild> ops;
+    for (const UnaryCase& c : unary_cases()) {
+      std::string name = unary_op_name(c.op);
+      ops.push_back({name + "_sym", unary(c.op, TensorType{kF32, {n}}, c.params)});
+      ops.push_back({name + "_static", unary(c.op, TensorType{kF32, dims({7, 129})}, c.params)});
+    }
+    lib_ = new OpLibrary(OpLibrary::build(ops));
+  }
+  static void TearDownTestSuite() { delete lib_; }
+  static OpLibrary* lib_;
+};
+OpLibrary* UnaryOps::lib_ = nullptr;
+
+void check_unary(const OpLibrary& lib, const UnaryCase& c, const std::string& symbol,
+                 const vm::Shape& shape, std::mt19937& rng) {
+  vm::Tensor x = random_tensor(shape, kF32, rng, c.lo, c.hi);
+  if (c.op == UnaryOp::kRound && x.numel() > 2) {  // ties round to even
+    x.data_as<float>()[0] = 2.5f;
+    x.data_as<float>()[1] = -0.5f;
+  }
+  vm::Tensor y = run_op(lib, symbol, {x}, shape, kF32);
+  std::vector<double> want;
+  for (int64_t i = 0; i < x.numel(); ++i) want.push_back(c.ref(at(x, i)));
+  expect_close(y, want, 2e-6, 1e-6, symbol + " " + shape_name(shape));
+}
+
+TEST_F(UnaryOps, EveryOpOnSymbolicAndStaticShapes) {
+  std::mt19937 rng(1);
+  for (const UnaryCase& c : unary_cases()) {
+    std::string name = unary_op_name(c.op);
+    for (int64_t n : kSizes) check_unary(*lib_, c, name + "_sym", {n}, rng);
+    check_unary(*lib_, c, name + "_static", {7, 129}, rng);
+  }
+}
+
+TEST_F(UnaryOps, SerialBackendGivesTheSameValues) {
+  std::mt19937 rng(2);
+  vm::Tensor x = random_tensor({1000}, kF32, rng, -4, 4);
+  vm::Tensor a = run_op(*lib_, "tanh_sym", {x}, {1000}, kF32, true);
+  vm::Tensor b = run_op(*lib_, "tanh_sym", {x}, {1000}, kF32, false);
+  expect_close(a, values(b), 0, 0, "tanh parallel vs serial");
+}
+
+TEST_F(UnaryOps, WrongShapeIsReportedNotRun) {
+  std::mt19937 rng(3);
+  vm::Tensor x = random_tensor({7, 128}, kF32, rng);
+  vm::Tensor y = poisoned({7, 128}, kF32);
+  OpResult r = lib_->run("exp_static", {x, y});
+  EXPECT_FALSE(r.ok());
+  EXPECT_FALSE(r.error.empty());
+}
+
+// ---- binary ops
+
+struct BinaryCase {
+  BinaryOp op;
+  std::function<double(double, double)> ref;
+  double lo = -3, hi = 3;
+  bool ties = false;  // small integers as floats, so that equality happens
+};
+
+double floor_mod(double a, double b) {
+  double r = std::fmod(a, b);
+  return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+}
+
+std::vector<BinaryCase> float_binary_cases() {
+  return {
+      {BinaryOp::kAdd, [](double a, double b) { return a + b; }},
+      {BinaryOp::kSub, [](double a, double b) { return a - b; }},
+      {BinaryOp::kMul, [](double a, double b) { return a * b; }},
+      {BinaryOp::kDiv, [](double a, double b) { return a / b; }, 0.25, 3},
+      {BinaryOp::kPow, [](double a, double b) { return std::pow(a, b); }, 0.25, 2},
+      {BinaryOp::kMin, [](double a, double b) { return std::min(a, b); }},
+      {BinaryOp::kMax, [](double a, double b) { return std::max(a, b); }},
+      {BinaryOp::kMod, floor_mod, 0.5, 3},
+      {BinaryOp::kFMod, [](double a, double b) { return std::fmod(a, b); }, 0.5, 3},
+      {BinaryOp::kEqual, [](double a, double b) { return double(a == b); }, -2, 2, true},
+      {BinaryOp::kLess, [](double a, double b) { return double(a < b); }, -2, 2, true},
+      {BinaryOp::kLessEqual, [](double a, double b) { return double(a <= b); }, -2, 2, true},
+      {BinaryOp::kGreater, [](double a, double b) { return double(a > b); }, -2, 2, true},
+      {BinaryOp::kGreaterEqual, [](double a, double b) { return double(a >= b); }, -2, 2, true},
+  };
+}
+
+bool is_compare(BinaryOp op) { return op >= BinaryOp::kEqual && op <= BinaryOp::kGreaterEqual; }
+
+vm::Tensor binary_input(const vm::Shape& shape, const BinaryCase& c, bool rhs, std::mt19937& rng) {
+  if (c.ties) {
+    vm::Tensor t = random_tensor(shape, kF32, rng, -2.49, 2.49);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = std::round(at(t, i));
+    return t;
+  }
+  vm::Tensor t = random_tensor(shape, kF32, rng, rhs ? c.lo : -3, rhs ? c.hi : 3);
+  bool signed_rhs = c.op == BinaryOp::kMod || c.op == BinaryOp::kFMod;
+  if (rhs && signed_rhs) {  // negative divisors too
+    for (int64_t i = 0; i < t.numel(); i += 2) t.data_as<float>()[i] *= -1;
+  }
+  if (!rhs && c.op == BinaryOp::kPow) t = random_tensor(shape, kF32, rng, 0.1, 3);
+  return t;
+}
+
+void check_binary(const OpLibrary& lib, const BinaryCase& c, const std::string& symbol,
+                  const vm::Shape& sa, const vm::Shape& sb, const vm::Shape& out,
+                  vm::DType out_dtype, std::mt19937& rng) {
+  vm::Tensor a = binary_input(sa, c, false, rng), b = binary_input(sb, c, true, rng);
+  vm::Tensor y = run_op(lib, symbol, {a, b}, out, out_dtype);
+  std::vector<double> want;
+  for (int64_t i = 0; i < numel(out); ++i) {
+    double av = static_cast<float>(at(a, broadcast_index(sa, out, i)));
+    double bv = static_cast<float>(at(b, broadcast_index(sb, out, i)));
+    want.push_back(c.ref(av, bv));
+  }
+  double rtol = c.op == BinaryOp::kPow ? 4e-6 : 1e-6;
+  // mod / fmod of f32 operands is exact; the 1e-6 absolute slack covers fmod of a value
+  // that rounds to a multiple of the divisor.
+  expect_close(y, want, rtol, 1e-6, symbol + " " + shape_name(sa) + " op " + shape_name(sb));
+}
+
+class BinaryOps : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    arith::Var m("m"), n("n");
+    std::vector<OpToBuild> ops;
+    for (const BinaryCase& c : float_binary_cases()) {
+      std::string name = binary_op_name(c.op);
+      ops.push_back({name + "_sym", binary(c.op, {kF32, {m, n}}, {kF32, {n}})});
+      ops.push_back({name + "_outer", binary(c.op, {kF32, dims({3, 1})}, {kF32, dims({1, 4})})});
+    }
+    for (int64_t vw : {1, 4, 16}) {
+      ops.push_back({"add_sym_vw" + std::to_string(vw),
+                     binary(BinaryOp::kAdd, {kF32, {m, n}}, {kF32, {n}}),
+                     {{"vector_width", vw}, {"parallel", vw == 4 ? 1 : 0}}});
+    }
+    ops.push_back({"add_rows", binary(BinaryOp::kAdd, {kF32, dims({5, 4})}, {kF32, dims({4})})});
+    ops.push_back({"mul_scalar", binary(BinaryOp::kMul, {kF32, {}}, {kF32, dims({7})})});
+    ops.push_back({"sub_outer_sym", binary(BinaryOp::kSub, {kF32, {m, 1}}, {kF32, {1, n}})});
+    lib_ = new OpLibrary(OpLibrary::build(ops));
+  }
+  static void TearDownTestSuite() { delete lib_; }
+  static OpLibrary* lib_;
+};
+OpLibrary* BinaryOps::lib_ = nullptr;
+
+TEST_F(BinaryOps, FloatOpsBroadcastOverSymbolicAndStaticShapes) {
+  std::mt19937 rng(4);
+  const std::vector<std::pair<int64_t, int64_t>> sizes = {
+      {1, 1}, {3, 7}, {17, 129}, {2, 1000}, {7, 1}};
+  for (const BinaryCase& c : float_binary_cases()) {
+    std::string name = binary_op_name(c.op);
+    vm::DType out = is_compare(c.op) ? kBool : kF32;
+    for (auto [m, n] : sizes) check_binary(*lib_, c, name + "_sym", {m, n}, {n}, {m, n}, out, rng);
+    check_binary(*lib_, c, name + "_outer", {3, 1}, {1, 4}, {3, 4}, out, rng);
+  }
+}
+
+TEST_F(BinaryOps, RowScalarAndOuterBroadcasting) {
+  std::mt19937 rng(5);
+  BinaryCase add{BinaryOp::kAdd, [](double a, double b) { return a + b; }};
+  BinaryCase mul{BinaryOp::kMul, [](double a, double b) { return a * b; }};
+  BinaryCase sub{BinaryOp::kSub, [](double a, double b) { return a - b; }};
+  check_binary(*lib_, add, "add_rows", {5, 4}, {4}, {5, 4}, kF32, rng);
+  check_binary(*lib_, mul, "mul_scalar", {}, {7}, {7}, kF32, rng);
+  for (auto [m, n] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {3, 4}, {17, 129}}) {
+    check_binary(*lib_, sub, "sub_outer_sym", {m, 1}, {1, n}, {m, n}, kF32, rng);
+  }
+}
+
+TEST_F(BinaryOps, KnobsChangeTheScheduleNotTheValues) {
+  std::mt19937 rng(10);
+  BinaryCase add{BinaryOp::kAdd, [](double a, double b) { return a + b; }};
+  for (int64_t vw : {1, 4, 16}) {
+    for (auto [m, n] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {3, 17}, {5, 1000}}) {
+      check_binary(*lib_, add, "add_sym_vw" + std::to_string(vw), {m, n}, {n}, {m, n}, kF32, rng);
+    }
+  }
+}
+
+// Integer division, bool logic, where and casts: a library of their own.
+class MixedTypeOps : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    arith::Var m("m"), n("n");
+    std::vector<OpToBuild> ops;
+    TensorType i32n{kI32, {n}};
+    ops.push_back({"div_i32", binary(BinaryOp::kDiv, i32n, i32n)});
+    ops.push_back({"mod_i32", binary(BinaryOp::kMod, i32n, i32n)});
+    ops.push_back({"fmod_i32", binary(BinaryOp::kFMod, i32n, i32n)});
+    TensorType booln{kBool, {n}};
+    ops.push_back({"and_bool", binary(BinaryOp::kAnd, booln, booln)});
+    ops.push_back({"or_bool", binary(BinaryOp::kOr, booln, booln)});
+    ops.push_back({"xor_bool", binary(BinaryOp::kXor, booln, booln)});
+    ops.push_back({"not_bool", unary(UnaryOp::kNot, booln)});
+    ops.push_back({"where_sym", where({kBool, {m, 1}}, {kF32, {m, n}}, {kF32, {n}})});
+    ops.push_back({"cast_f32_i32", cast({kF32, {n}}, kI32)});
+    ops.push_back({"cast_i32_f32", cast(i32n, kF32)});
+    ops.push_back({"cast_f32_bool", cast({kF32, {n}}, kBool)});
+    TensorType f64n{kF64, {n}};
+    ops.push_back({"exp_f64", unary(UnaryOp::kExp, f64n)});
+    ops.push_back({"tanh_f64", unary(UnaryOp::kTanh, f64n)});
+    ops.push_back({"add_f64", binary(BinaryOp::kAdd, {kF64, {m, n}}, f64n)});
+    lib_ = new OpLibrary(OpLibrary::build(ops));
+  }
+  static void TearDownTestSuite() { delete lib_; }
+  static OpLibrary* lib_;
+};
+OpLibrary* MixedTypeOps::lib_ = nullptr;
+
+TEST_F(MixedTypeOps, IntegerDivTruncatesAndModFollowsTheDivisor) {
+  std::mt19937 rng(6);
+  for (int64_t n : kSizes) {
+    vm::Tensor a = random_tensor({n}, kI32, rng, -50, 50), b = random_tensor({n}, kI32, rng, 1, 9);
+    for (int64_t i = 0; i < n; i += 2) b.data_as<int32_t>()[i] *= -1;
+    std::vector<double> q, r, f;
+    for (int64_t i = 0; i < n; ++i) {
+      auto x = static_cast<int64_t>(at(a, i)), y = static_cast<int64_t>(at(b, i));
+      q.push_back(static_cast<double>(x / y));
+      f.push_back(static_cast<double>(x % y));
+      int64_t m = x % y;
+      r.push_back(static_cast<double>(m != 0 && ((m < 0) != (y < 0)) ? m + y : m));
+    }
+    expect_close(run_op(*lib_, "div_i32", {a, b}, {n}, kI32), q, 0, 0, "div_i32");
+    expect_close(run_op(*lib_, "mod_i32", {a, b}, {n}, kI32), r, 0, 0, "mod_i32");
+    expect_close(run_op(*lib_, "fmod_i32", {a, b}, {n}, kI32), f, 0, 0, "fmod_i32");
+  }
+}
+
+TEST_F(MixedTypeOps, LogicOnBools) {
+  std::mt19937 rng(7);
+  for (int64_t n : kSizes) {
+    vm::Tensor a = random_tensor({n}, kBool, rng), b = random_tensor({n}, kBool, rng);
+    std::vector<double> wand, wor, wxor, wnot;
+    for (int64_t i = 0; i < n; ++i) {
+      bool x = at(a, i) != 0, y = at(b, i) != 0;
+      wand.push_back(x && y);
+      wor.push_back(x || y);
+      wxor.push_back(x != y);
+      wnot.push_back(!x);
+    }
+    expect_close(run_op(*lib_, "and_bool", {a, b}, {n}, kBool), wand, 0, 0, "and");
+    expect_close(run_op(*lib_, "or_bool", {a, b}, {n}, kBool), wor, 0, 0, "or");
+    expect_close(run_op(*lib_, "xor_bool", {a, b}, {n}, kBool), wxor, 0, 0, "xor");
+    expect_close(run_op(*lib_, "not_bool", {a}, {n}, kBool), wnot, 0, 0, "not");
+  }
+}
+
+TEST_F(MixedTypeOps, WhereBroadcastsThreeWays) {
+  std::mt19937 rng(8);
+  for (auto [m, n] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {3, 7}, {17, 129}}) {
+    vm::Tensor c = random_tensor({m, 1}, kBool, rng);
+    vm::Tensor a = random_tensor({m, n}, kF32, rng), b = random_tensor({n}, kF32, rng);
+    std::vector<double> want;
+    for (int64_t i = 0; i < m * n; ++i) want.push_back(at(c, i / n) != 0 ? at(a, i) : at(b, i % n));
+    expect_close(run_op(*lib_, "where_sym", {c, a, b}, {m, n}, kF32), want, 0, 0, "where");
+  }
+}
+
+TEST_F(MixedTypeOps, CastsTruncateTowardZeroAndToBool) {
+  std::mt19937 rng(9);
+  for (int64_t n : kSizes) {
+    vm::Tensor x = random_tensor({n}, kF32, rng, -100, 100);
+    if (n > 1) x.data_as<float>()[0] = 0.0f;
+    vm::Tensor k = random_tensor({n}, kI32, rng, -100000, 100000);
+    std::vector<double> to_int, to_bool, to_float;
+    for (int64_t i = 0; i < n; ++i) {
+      to_int.push_back(std::trunc(at(x, i)));
+      to_bool.push_back(at(x, i) != 0);
+      to_float.push_back(at(k, i));
+    }
+    expect_close(run_op(*lib_, "cast_f32_i32", {x}, {n}, kI32), to_int, 0, 0, "f32->i32");
+    expect_close(run_op(*lib_, "cast_f32_bool", {x}, {n}, kBool), to_bool, 0, 0, "f32->bool");
+    expect_close(run_op(*lib_, "cast_i32_f32", {k}, {n}, kF32), to_float, 0, 0, "i32->f32");
+  }
+}
+
+TEST_F(MixedTypeOps, Float64OpsComputeInDouble) {
+  std::mt19937 rng(16);
+  for (int64_t n : kSizes) {
+    vm::Tensor x = random_tensor({n}, kF64, rng, -4, 4), z = random_tensor({3, n}, kF64, rng);
+    std::vector<double> e, t, s;
+    for (int64_t i = 0; i < n; ++i) {
+      e.push_back(std::exp(at(x, i)));
+      t.push_back(std::tanh(at(x, i)));
+    }
+    for (int64_t i = 0; i < 3 * n; ++i) s.push_back(at(z, i) + at(x, i % n));
+    expect_close(run_op(*lib_, "exp_f64", {x}, {n}, kF64), e, 1e-12, 1e-14, "exp_f64");
+    expect_close(run_op(*lib_, "tanh_f64", {x}, {n}, kF64), t, 1e-12, 1e-14, "tanh_f64");
+    expect_close(run_op(*lib_, "add_f64", {z, x}, {3, n}, kF64), s, 0, 0, "add_f64");
+  }
+}
+
+TEST(ElementwiseBuilders, RejectBadTypesAndShapes) {
+  arith::Var n("n"), k("k");
+  EXPECT_THROW(binary(BinaryOp::kAdd, {kF32, dims({3})}, {kF32, dims({4})}), UserError);
+  EXPECT_THROW(binary(BinaryOp::kAdd, {kF32, {n}}, {kF32, {k}}), UserError);
+  EXPECT_THROW(binary(BinaryOp::kAdd, {kF32, {n}}, {kI32, {n}}), UserError);
+  EXPECT_THROW(binary(BinaryOp::kAnd, {kF32, {n}}, {kF32, {n}}), UserError);
+  EXPECT_THROW(unary(UnaryOp::kExp, {kI32, {n}}), UserError);
+  EXPECT_THROW(unary(UnaryOp::kNot, {kF32, {n}}), UserError);
+  OpInstance op = unary(UnaryOp::kExp, {kF32, {n}});
+  EXPECT_EQ(knob(op, {}, "vector_width"), 8);
+  EXPECT_EQ(knob(op, {{"parallel", 0}}, "parallel"), 0);
+  ASSERT_EQ(op.preferred_multiples.size(), 1u);
+  EXPECT_EQ(op.preferred_multiples[0].second, 8);
+  EXPECT_EQ(knob(unary(UnaryOp::kExp, {kF32, dims({3, 4})}), {}, "parallel"), 0);
+}
+
+}  // namespace
+}  // namespace dynvm::ops::testing

@@ -1,0 +1,236 @@
+// Reductions compiled for the host: every kind over several axis sets with and without
+// keepdims, on a symbolic [m, n, k] input (one kernel, several sizes) and a static one;
+// argmax / argmin with ties (first occurrence wins). References are double loops.
+#include "kernels/ops/reduce.h"
+
+#include <cmath>
+#include <limits>
+
+#include "tests/kernels/ops/op_test_util.h"
+
+namespace dynvm::ops::testing {
+namespace {
+
+const ReduceKind kKinds[] = {ReduceKind::kSum, ReduceKind::kMean,     ReduceKind::kMax,
+                             ReduceKind::kMin, ReduceKind::kProd,     ReduceKind::kL1,
+                             ReduceKind::kL2,  ReduceKind::kLogSumExp};
+
+struct AxisCase {
+  std::string tag;
+  std::vector<int64_t> axes;
+  bool keepdims;
+};
+
+const std::vector<AxisCase> kAxisCases = {
+    {"last", {-1}, true}, {"first_drop", {0}, false}, {"outer2", {0, 2}, true}, {"all", {}, false}};
+
+// Reduces x (shape s) over `axes` (normalised) in double; output in keepdims=any order
+// (row-major over the kept dims, which is the same for both keepdims settings).
+std::vector<double> reference(ReduceKind kind, const vm::Tensor& x, const vm::Shape& s,
+                              const std::vector<size_t>& axes) {
+  std::vector<bool> red(s.size(), false);
+  for (size_t a : axes) red[a] = true;
+  vm::Shape kept;
+  for (size_t d = 0; d < s.size(); ++d) kept.push_back(red[d] ? 1 : s[d]);
+  int64_t nout = numel(kept);
+  std::vector<std::vector<double>> groups(static_cast<size_t>(nout));
+  for (int64_t i = 0; i < numel(s); ++i) {
+    int64_t rem = i, o = 0, stride = 1;
+    for (size_t d = s.size(); d-- > 0;) {
+      int64_t coord = rem % s[d];
+      rem /= s[d];
+      if (!red[d]) o += coord * stride;
+      stride *= kept[d];
+    }
+    groups[static_cast<size_t>(o)].push_back(static_cast<float>(at(x, i)));
+  }
+  std::vector<double> out;
+  for (const auto& g : groups) {
+    double r = 0;
+    switch (kind) {
+      case ReduceKind::kSum:
+        for (double v : g) r += v;
+        break;
+      case ReduceKind::kMean:
+        for (double v : g) r += v / static_cast<double>(g.size());
+        break;
+      case ReduceKind::kMax:
+        r = -INFINITY;
+        for (double v : g) r = std::max(r, v);
+        break;
+      case ReduceKind::kMin:
+        r = INFINITY;
+        for (double v : g) r = std::min(r, v);
+        break;
+      case ReduceKind::kProd:
+        r = 1;
+        for (double v : g) r *= v;
+        break;
+      case ReduceKind::kL1:
+        for (double v : g) r += std::fabs(v);
+        break;
+      case ReduceKind::kL2:
+        for (double v : g) r += v * v;
+        r = std::sqrt(r);
+        break;
+      case ReduceKind::kLogSumExp:
+        for (double v : g) r += std::exp(v);
+        r = std::log(r);
+        break;
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+vm::Shape out_shape(const vm::Shape& s, const std::vector<size_t>& axes, bool keepdims) {
+  vm::Shape o;
+  for (size_t d = 0; d < s.size(); ++d) {
+    bool r = std::find(axes.begin(), axes.end(), d) != axes.end();
+    if (!r)
+      o.push_back(s[d]);
+    else if (keepdims)
+      o.push_back(1);
+  }
+  return o;
+}
+
+std::string symbol(ReduceKind kind, const AxisCase& a, bool sym) {
+  return std::string(reduce_kind_name(kind)) + "_" + a.tag + (sym ? "_sym" : "_static");
+}
+
+class Reductions : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    arith::Var m("m"), n("n"), k("k");
+    std::vector<OpToBuild> ops;
+    for (ReduceKind kind : kKinds) {
+      for (const AxisCase& a : kAxisCases) {
+        ops.push_back({symbol(kind, a, true), reduce(kind, {kF32, {m, n, k}}, a.axes, a.keepdims)});
+        ops.push_back(
+            {symbol(kind, a, false), reduce(kind, {kF32, dims({3, 17, 7})}, a.axes, a.keepdims)});
+      }
+    }
+    lib_ = new OpLibrary(OpLibrary::build(ops));
+  }
+  static void TearDownTestSuite() { delete lib_; }
+  static OpLibrary* lib_;
+};
+OpLibrary* Reductions::lib_ = nullptr;
+
+void check(const OpLibrary& lib, ReduceKind kind, const AxisCase& a, bool sym, const vm::Shape& s,
+           std::mt19937& rng) {
+  // prod stays near 1 in magnitude; lse's inputs are large enough to overflow a naive exp.
+  double lo = kind == ReduceKind::kProd ? 0.9 : -1, hi = kind == ReduceKind::kProd ? 1.1 : 1;
+  vm::Tensor x = random_tensor(s, kF32, rng, lo, hi);
+  std::vector<size_t> axes = normalize_axes(a.axes, s.size());
+  vm::Tensor y = run_op(lib, symbol(kind, a, sym), {x}, out_shape(s, axes, a.keepdims), kF32);
+  // f32 accumulation over up to ~1e4 values.
+  expect_close(y, reference(kind, x, s, axes), 2e-5, 2e-5,
+               symbol(kind, a, sym) + " " + shape_name(s));
+}
+
+TEST_F(Reductions, EveryKindOverAxisSetsSymbolicAndStatic) {
+  std::mt19937 rng(11);
+  const std::vector<vm::Shape> shapes = {{1, 1, 1}, {3, 7, 17}, {2, 129, 3}, {1, 1000, 7}};
+  for (ReduceKind kind : kKinds) {
+    for (const AxisCase& a : kAxisCases) {
+      for (const vm::Shape& s : shapes) check(*lib_, kind, a, true, s, rng);
+      check(*lib_, kind, a, false, {3, 17, 7}, rng);
+    }
+  }
+}
+
+// Argmax / argmin, integer sums, the unroll knob and lse on large values: a small library
+// of its own so that each of these tests does not rebuild the big one.
+class ReductionVariants : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    arith::Var m("m"), n("n"), k("k");
+    std::vector<OpToBuild> ops;
+    ops.push_back({"lse_last", reduce(ReduceKind::kLogSumExp, {kF32, {m, n, k}}, {-1}, true)});
+    TensorType x{kF32, {m, n}};
+    ops.push_back({"argmax_last", argmax(x, -1, true)});
+    ops.push_back({"argmin_first_drop", argmin(x, 0, false)});
+    ops.push_back({"sum_unroll4_serial",
+                   reduce(ReduceKind::kSum, {kF32, {m, n, k}}, {-1}, true),
+                   {{"unroll", 4}, {"parallel", 0}}});
+    ops.push_back({"lse_unroll8",
+                   reduce(ReduceKind::kLogSumExp, {kF32, {m, n, k}}, {-1}, true),
+                   {{"unroll", 8}, {"vector_width", 4}}});
+    ops.push_back({"sum_i32", reduce(ReduceKind::kSum, {kI32, {m, n}}, {1}, false)});
+    lib_ = new OpLibrary(OpLibrary::build(ops));
+  }
+  static void TearDownTestSuite() { delete lib_; }
+  static OpLibrary* lib_;
+};
+OpLibrary* ReductionVariants::lib_ = nullptr;
+
+TEST_F(ReductionVariants, UnrollKnobKeepsTheValues) {
+  std::mt19937 rng(15);
+  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 1, 1}, {2, 3, 7}, {3, 5, 129}}) {
+    vm::Tensor x = random_tensor(s, kF32, rng);
+    vm::Shape o{s[0], s[1], 1};
+    expect_close(run_op(*lib_, "sum_unroll4_serial", {x}, o, kF32),
+                 reference(ReduceKind::kSum, x, s, {2}), 2e-5, 2e-5, "sum unroll 4");
+    expect_close(run_op(*lib_, "lse_unroll8", {x}, o, kF32),
+                 reference(ReduceKind::kLogSumExp, x, s, {2}), 2e-5, 2e-5, "lse unroll 8");
+  }
+}
+
+TEST_F(ReductionVariants, LogSumExpDoesNotOverflow) {
+  std::mt19937 rng(12);
+  vm::Tensor x = random_tensor({2, 3, 129}, kF32, rng, 100, 101);
+  vm::Tensor y = run_op(*lib_, "lse_last", {x}, {2, 3, 1}, kF32);
+  std::vector<double> want;
+  for (int64_t r = 0; r < 6; ++r) {
+    double m = -INFINITY, s = 0;
+    for (int64_t j = 0; j < 129; ++j) m = std::max(m, at(x, r * 129 + j));
+    for (int64_t j = 0; j < 129; ++j) s += std::exp(at(x, r * 129 + j) - m);
+    want.push_back(m + std::log(s));
+  }
+  expect_close(y, want, 1e-6, 1e-6, "lse of large values");
+}
+
+TEST_F(ReductionVariants, ArgMaxArgMinTakeTheFirstOccurrence) {
+  std::mt19937 rng(13);
+  for (auto [m, n] :
+       std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {3, 7}, {17, 129}, {2, 1000}}) {
+    vm::Tensor x = random_tensor({m, n}, kF32, rng, -3, 3);
+    for (int64_t i = 0; i < m * n; ++i) x.data_as<float>()[i] = std::round(at(x, i));  // ties
+    std::vector<double> amax, amin;
+    for (int64_t r = 0; r < m; ++r) {
+      int64_t best = 0;
+      for (int64_t j = 1; j < n; ++j)
+        if (at(x, r * n + j) > at(x, r * n + best)) best = j;
+      amax.push_back(static_cast<double>(best));
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t best = 0;
+      for (int64_t r = 1; r < m; ++r)
+        if (at(x, r * n + j) < at(x, best * n + j)) best = r;
+      amin.push_back(static_cast<double>(best));
+    }
+    expect_close(run_op(*lib_, "argmax_last", {x}, {m, 1}, kI64), amax, 0, 0, "argmax");
+    expect_close(run_op(*lib_, "argmin_first_drop", {x}, {n}, kI64), amin, 0, 0, "argmin");
+  }
+}
+
+TEST_F(ReductionVariants, IntegerSumIsExact) {
+  std::mt19937 rng(14);
+  vm::Tensor x = random_tensor({5, 1000}, kI32, rng, -1000, 1000);
+  std::vector<double> want(5, 0);
+  for (int64_t i = 0; i < 5000; ++i) want[static_cast<size_t>(i / 1000)] += at(x, i);
+  expect_close(run_op(*lib_, "sum_i32", {x}, {5}, kI32), want, 0, 0, "sum_i32");
+}
+
+TEST(ReduceBuilders, RejectBadAxesAndTypes) {
+  arith::Var n("n");
+  EXPECT_THROW(reduce(ReduceKind::kSum, {kF32, {n}}, {1}), UserError);
+  EXPECT_THROW(reduce(ReduceKind::kMean, {kI32, {n}}, {0}), UserError);
+  EXPECT_EQ(normalize_axes({-1, 0, -3}, 3), (std::vector<size_t>{0, 2}));
+  EXPECT_EQ(normalize_axes({}, 2), (std::vector<size_t>{0, 1}));
+}
+
+}  // namespace
+}  // namespace dynvm::ops::testing
