@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "vm/cpu_features.h"
 #include "vm/error.h"
 #include "vm/verifier.h"
 
@@ -23,6 +24,7 @@ std::shared_ptr<const Program> Program::load(Executable exe) {
                  lib.format == LibraryFormat::kPtx ? "CUDA PTX" : "a CUDA binary",
                  " (target ", lib.target, "), which this runtime cannot run yet");
     }
+    check_target_isa(lib.target, std::to_string(i));
     p->libraries_.push_back(LoadedLibrary::load(lib.bytes, name));
   }
   p->kernels_.resize(e.kernels.size());
