@@ -141,20 +141,15 @@ void BM_OneDnn(benchmark::State& state) {
 #endif
 
 // ---- generated kernels ----
+// The runtime's TBB backend, entered through an arena of `threads` threads.
 class TbbArenaBackend final : public vm::ParallelBackend {
  public:
   explicit TbbArenaBackend(int threads) : arena_(threads) {}
   int32_t parallel_for(int64_t begin, int64_t end, int64_t grain, DynvmParallelBody body,
                        void* closure) override {
-    std::atomic<int32_t> status{0};
-    arena_.execute([&] {
-      oneapi::tbb::parallel_for(oneapi::tbb::blocked_range<int64_t>(begin, end, grain),
-                                [&](const oneapi::tbb::blocked_range<int64_t>& r) {
-                                  int32_t rc = body(r.begin(), r.end(), closure);
-                                  if (rc != 0) status.store(rc);
-                                });
-    });
-    return status.load();
+    int32_t status = 0;
+    arena_.execute([&] { status = vm::tbb_backend().parallel_for(begin, end, grain, body, closure); });
+    return status;
   }
 
  private:

@@ -82,6 +82,11 @@ ParallelBackend& serial_backend() {
   return backend;
 }
 
+ParallelBackend& tbb_backend() {
+  static TbbBackend backend;
+  return backend;
+}
+
 SyncExecutor::SyncExecutor(std::shared_ptr<const Program> program)
     : Executor(std::move(program)) {}
 
@@ -105,7 +110,6 @@ struct TbbExecutor::Impl {
   }
   std::optional<oneapi::tbb::global_control> allow_threads;
   oneapi::tbb::task_arena arena;
-  TbbBackend backend;
 };
 
 TbbExecutor::TbbExecutor(std::shared_ptr<const Program> program, int num_threads)
@@ -122,7 +126,7 @@ int TbbExecutor::num_threads() const { return impl_->arena.max_concurrency(); }
 std::vector<Value> TbbExecutor::run(std::span<const Value> inputs) {
   auto give_back = [this](std::unique_ptr<VirtualMachine> vm) { release(std::move(vm)); };
   BorrowedVm vm(give_back, acquire());
-  vm->set_parallel_backend(&impl_->backend);
+  vm->set_parallel_backend(&tbb_backend());
   std::vector<Value> outputs;
   // Exceptions thrown inside arena.execute propagate to the caller.
   impl_->arena.execute([&] { outputs = vm->run(inputs); });

@@ -19,5 +19,8 @@ class ParallelBackend {
 
 // Runs every chunk inline, in order.
 ParallelBackend& serial_backend();
+// Runs chunks with tbb::parallel_for in the task arena of the calling thread (the
+// TbbExecutor's arena when called from one of its runs).
+ParallelBackend& tbb_backend();
 
 }  // namespace dynvm::vm
