@@ -3,6 +3,8 @@
 // statement throws a UserError with a given message.
 #pragma once
 
+#include "tests/support/expect_user_error.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -79,15 +81,3 @@ inline std::vector<float> f32_values(const Tensor& t) {
 }
 
 }  // namespace dynvm::vm::testing
-
-// Expects `statement` to throw a dynvm::UserError whose message contains `substring`.
-#define EXPECT_USER_ERROR(statement, substring)                                      \
-  do {                                                                               \
-    try {                                                                            \
-      statement;                                                                     \
-      ADD_FAILURE() << "expected a UserError containing \"" << (substring) << "\"";  \
-    } catch (const ::dynvm::UserError& dynvm_error_) {                               \
-      EXPECT_NE(std::string(dynvm_error_.what()).find(substring), std::string::npos) \
-          << "the message was: " << dynvm_error_.what();                             \
-    }                                                                                \
-  } while (0)

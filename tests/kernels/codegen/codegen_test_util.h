@@ -4,6 +4,8 @@
 // memfd loader, the interpreter's InvokeKernel), tensors, and poisoned outputs.
 #pragma once
 
+#include "tests/support/expect_user_error.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -184,15 +186,3 @@ std::vector<T> values(const vm::Tensor& t) {
 }
 
 }  // namespace dynvm::codegen::testing
-
-// Expects `statement` to throw a dynvm::UserError whose message contains `substring`.
-#define EXPECT_USER_ERROR(statement, substring)                                      \
-  do {                                                                               \
-    try {                                                                            \
-      statement;                                                                     \
-      ADD_FAILURE() << "expected a UserError containing \"" << (substring) << "\"";  \
-    } catch (const ::dynvm::UserError& dynvm_error_) {                               \
-      EXPECT_NE(std::string(dynvm_error_.what()).find(substring), std::string::npos) \
-          << "the message was: " << dynvm_error_.what();                             \
-    }                                                                                \
-  } while (0)
