@@ -2,17 +2,20 @@
 //   int32_t name(const DLTensor* args, int32_t num_args, void* ctx)
 // It trusts nothing about its arguments: it checks their count, each one's rank and dtype,
 // binds every symbolic dim (an arith Var appearing alone as a parameter dim) from its
-// first occurrence, and checks every other dim against the value it implies. A mismatch
-// is reported through runtime->set_error with a message formatted by generated code (the
-// library has no libc) and the kernel returns kStatusBadArguments.
+// first occurrence (else from a dim `c * var`, as var = dim floordiv c), and checks every
+// other dim against the value it implies. A mismatch is reported through
+// runtime->set_error with a message formatted by generated code (the library has no libc)
+// and the kernel returns kStatusBadArguments.
 #include <dlpack/dlpack.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/MDBuilder.h>
 
+#include <optional>
 #include <set>
 
 #include "kernels/arith/printer.h"
 #include "kernels/codegen/codegen_llvm.h"
+#include "kernels/tir/arith_util.h"
 #include "vm/error.h"
 
 namespace dynvm::codegen {
@@ -124,6 +127,18 @@ void CodeGenLLVM::bind_arguments(Value* args, Value* num_args) {
         bind_var(d, dims[i][j]);
         fs_.analyzer.bind(arith::Var(d), 0, arith::kPosInf);  // dims are never negative
       }
+    }
+  }
+  // A var with no bare occurrence may appear scaled, `c * var`: the specializer's residue
+  // variants substitute n -> c * q. Bind var = dim floordiv c; the check below then
+  // requires dim == c * var, so a dim that is not a multiple of c is refused.
+  for (size_t i = 0; i < f.params.size(); ++i) {
+    const auto& shape = f.params[i]->shape();
+    for (size_t j = 0; j < shape.size(); ++j) {
+      std::optional<tir::DimBinding> scaled = tir::dim_binding(shape[j]);
+      if (!scaled || fs_.vars.count(scaled->var->var_id)) continue;
+      bind_var(scaled->var, b.CreateSDiv(dims[i][j], b.getInt64(scaled->scale), scaled->var->name));
+      fs_.analyzer.bind(arith::Var(scaled->var), 0, arith::kPosInf);
     }
   }
 

@@ -86,4 +86,17 @@ std::optional<AffineForm> affine_in(const arith::Expr& e, arith::VarId var) {
   }
 }
 
+std::optional<DimBinding> dim_binding(const arith::Expr& dim) {
+  if (dim.kind() == arith::ExprKind::kVar) return DimBinding{dim, 1};
+  if (dim.kind() != arith::ExprKind::kMul) return std::nullopt;
+  for (int v = 0; v < 2; ++v) {
+    const arith::Expr& var = dim.operand(v);
+    const arith::Expr& c = dim.operand(1 - v);
+    if (var.kind() == arith::ExprKind::kVar && c.is_int_imm() && c.int_value() > 0) {
+      return DimBinding{var, c.int_value()};
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace dynvm::tir

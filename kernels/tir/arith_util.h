@@ -29,4 +29,13 @@ struct AffineForm {
 };
 std::optional<AffineForm> affine_in(const arith::Expr& e, arith::VarId var);
 
+// How a kernel parameter's dim can bind a symbolic var: `var` (scale 1) or `var * c` /
+// `c * var` with a constant c > 0 (scale c; the specializer's residue variants substitute
+// n -> c * q, and the kernel entry binds q = dim floordiv c). nullopt for anything else.
+struct DimBinding {
+  arith::Expr var;
+  int64_t scale = 1;
+};
+std::optional<DimBinding> dim_binding(const arith::Expr& dim);
+
 }  // namespace dynvm::tir

@@ -28,7 +28,7 @@ class Verifier {
       if (p->scope() != BufferScope::kGlobal) fail("parameter ", p->name(), " is not global");
       if (!buffers_.insert(p.get()).second) fail("parameter ", p->name(), " appears twice");
       for (const auto& d : p->shape()) {
-        if (d.kind() == arith::ExprKind::kVar) dim_vars.insert(d->var_id);
+        if (auto binding = dim_binding(d)) dim_vars.insert(binding->var->var_id);
       }
     }
     for (const BufferRef& p : params) {
@@ -36,7 +36,7 @@ class Verifier {
         for_each_var(d, [&](const arith::Expr& v) {
           if (!dim_vars.count(v->var_id)) {
             fail("shape var ", v->name, " of ", p->name(),
-                 " is not exactly some parameter's dim, so nothing binds it");
+                 " is not some parameter's dim (alone or times a constant), so nothing binds it");
           }
         });
       }

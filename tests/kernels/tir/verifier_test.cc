@@ -45,9 +45,21 @@ TEST(TirVerifier, RejectsAnUnboundVariable) {
 
 TEST(TirVerifier, RejectsAShapeVarThatNoDimBinds) {
   Var n("n");
-  auto A = buf("A", {n * 2});
+  auto A = buf("A", {n + 2});
   PrimFunc f{"f", {A}, 0, make_nop()};
   expect_rejected(f, VerifyStage::kLowered, "shape var n");
+  auto B = buf("B", {n * n});
+  PrimFunc g{"g", {B}, 0, make_nop()};
+  expect_rejected(g, VerifyStage::kLowered, "shape var n");
+}
+
+// A dim `c * n` binds n (the kernel entry takes n = dim floordiv c and checks the rest).
+TEST(TirVerifier, AcceptsAVarBoundFromAScaledDim) {
+  Var n("n");
+  auto A = buf("A", {n * 8});
+  auto B = buf("B", {n + 1});
+  PrimFunc f{"f", {A, B}, 0, make_nop()};
+  EXPECT_NO_THROW(verify(f, VerifyStage::kLowered));
 }
 
 TEST(TirVerifier, RejectsAWrongIndexCount) {
