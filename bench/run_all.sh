@@ -15,3 +15,9 @@ if [ -x "$BUILD/bench/kernels_bench" ]; then
     --benchmark_repetitions=3 --benchmark_report_aggregates_only=false >"$OUT/kernels.json"
   /usr/bin/python3 "$HERE/kernels_report.py" "$OUT/kernels.json"
 fi
+if [ -x "$BUILD/bench/elementwise_bench" ]; then
+  echo "== elementwise_bench"
+  "$BUILD/bench/elementwise_bench" --benchmark_format=json --benchmark_repetitions=3 \
+    --benchmark_report_aggregates_only=false >"$OUT/elementwise.json"
+  /usr/bin/python3 "$HERE/elementwise_report.py" "$OUT/elementwise.json"
+fi
