@@ -214,6 +214,7 @@ class Lowerer {
         continue;
       }
       info.body = effective_body(stage.get());
+      if (stage->tensor()->is_scan()) check_scan(info);
       if (stage->is_reduction()) {
         for (const IterVar& r : info.body->reduce_axes) {
           for (const arith::Var& v : stage->op_axis()) {
@@ -232,7 +233,7 @@ class Lowerer {
         if (e.kind() != tir::ExprKind::kTensorRead) return;
         const Tensor* t = e->tensor.get();
         if (t->kind() == Tensor::Kind::kPlaceholder) {
-          if (!params_.count(t)) {
+          if (!params_.count(t) && t != stage->tensor()->scan_state().get()) {
             user_error("lower ", name_, ": ", stage->name(), " reads ", t->name(),
                        ", which is not among the arguments");
           }
@@ -250,6 +251,27 @@ class Lowerer {
       info.live =
           stage->attach_kind() != AttachKind::kInline && (info.is_arg || !info.consumers.empty());
     }
+  }
+
+  // A scan's recurrence runs its axis as one serial loop, in scan order, around or inside
+  // the other loops (each element needs only the previous one along the axis).
+  void check_scan(StageInfo& info) {
+    const Stage& stage = *info.stage;
+    const IterVarRef& axis = stage.root_axes()[stage.tensor()->scan_axis()];
+    const auto& leaves = stage.leaf_axes();
+    if (std::find(leaves.begin(), leaves.end(), axis) == leaves.end()) {
+      user_error("lower ", name_, ": the scan axis ", axis->name, " of ", stage.name(),
+                 " was split or fused (it must stay one serial loop)");
+    }
+    tir::ForKind kind = stage.annotation(axis).kind;
+    if (kind != tir::ForKind::kSerial && kind != tir::ForKind::kUnrolled) {
+      user_error("lower ", name_, ": the scan axis ", axis->name, " of ", stage.name(), " is ",
+                 tir::for_kind_name(kind), " (it must stay one serial loop)");
+    }
+    if (stage.attach_kind() != AttachKind::kRoot) {
+      user_error("lower ", name_, ": the scan ", stage.name(), " must be computed at the root");
+    }
+    scan_states_[stage.tensor()->scan_state().get()] = &info;
   }
 
   // ---- 3. compute_at ----
@@ -445,7 +467,9 @@ class Lowerer {
       const Tensor* t = read->tensor.get();
       std::vector<Expr> indices = read->indices;
       tir::BufferRef buffer;
-      if (t->kind() == Tensor::Kind::kPlaceholder) {
+      if (auto scan = scan_states_.find(t); scan != scan_states_.end()) {
+        buffer = scan->second->buffer;  // the scan's previous element: its own buffer
+      } else if (t->kind() == Tensor::Kind::kPlaceholder) {
         buffer = params_.at(t);
       } else {
         const StageInfo& producer = infos_.at(schedule_.find(t));
@@ -505,6 +529,7 @@ class Lowerer {
 
   tir::Stmt emit(StageInfo& info) {
     if (info.stage->is_reduction()) return emit_reduction(info);
+    if (info.stage->tensor()->is_scan()) return emit_scan(info);
     AxisExprMap own;
     for (const IterVarRef& leaf : info.stage->leaf_axes()) own[leaf.get()] = leaf->var;
     AxisExprMap values = axis_values(info.loops, own);
@@ -516,12 +541,37 @@ class Lowerer {
 
   tir::Stmt emit_reduction(StageInfo& info);
 
+  // The body is select(first element, init, update): an if instead, so that update (which
+  // reads the element one step back) never runs at the first element. A reverse scan's
+  // loop counts down.
+  tir::Stmt emit_scan(StageInfo& info) {
+    const Stage& stage = *info.stage;
+    const IterVarRef& axis = stage.root_axes()[stage.tensor()->scan_axis()];
+    AxisExprMap own;
+    for (const IterVarRef& leaf : stage.leaf_axes()) own[leaf.get()] = leaf->var;
+    if (stage.tensor()->scan_reverse()) {
+      own[axis.get()] = info.loops.extent.at(axis.get()) - Expr(1) - axis->var;
+    }
+    AxisExprMap values = axis_values(info.loops, own);
+    IndexMap map = body_map(info, values);
+    std::vector<Expr> idx = store_indices(info, values);
+    DYNVM_INTERNAL_CHECK(info.body.kind() == tir::ExprKind::kSelect, "scan ", stage.name(),
+                         " has no select at its root");
+    Expr at_first = analyzer_.simplify(substitute_index(info.body->operands[0]->index, map));
+    tir::Stmt store = tir::make_if(
+        at_first, tir::make_store(info.buffer, idx, lower_expr(info.body->operands[1], map)),
+        tir::make_store(info.buffer, idx, lower_expr(info.body->operands[2], map)));
+    store = guarded(iteration_guards(info.loops, values, analyzer_), std::move(store));
+    return loop_nest(info, 0, stage.leaf_axes().size(), std::move(store));
+  }
+
   const Schedule& schedule_;
   const std::vector<TensorRef>& args_;
   std::string name_;
   std::unordered_map<const Tensor*, tir::BufferRef> params_;
   std::unordered_map<const Stage*, StageInfo> infos_;
   std::unordered_map<const Stage*, tir::Expr> bodies_;
+  std::unordered_map<const Tensor*, const StageInfo*> scan_states_;  // state -> its scan
   std::unordered_set<arith::VarId> loop_vars_;
   std::unordered_map<arith::VarId, std::string> qualified_names_;  // "B.i0.outer"
   arith::Analyzer analyzer_;

@@ -189,6 +189,10 @@ void Stage::parallel(const IterVarRef& axis) {
     user_error("parallel on stage ", name(), ": ", axis->name,
                " is a reduce axis (its iterations are not independent)");
   }
+  if (tensor_->is_scan() && axis == root_axes_[tensor_->scan_axis()]) {
+    user_error("parallel on stage ", name(), ": ", axis->name,
+               " is the scan axis (each element needs the previous one)");
+  }
   annotate(axis, {tir::ForKind::kParallel, 0}, "parallel");
 }
 
@@ -222,6 +226,9 @@ void Stage::compute_inline() {
   if (is_reduction()) {
     user_error("compute_inline: ", name(), " is a reduction (only element-wise stages inline)");
   }
+  if (tensor_->is_scan()) {
+    user_error("compute_inline: ", name(), " is a scan (it reads its own previous elements)");
+  }
   attach_kind_ = AttachKind::kInline;
   attach_stage_ = nullptr;
   attach_axis_.reset();
@@ -233,6 +240,9 @@ void Stage::compute_at(Stage& consumer, const IterVarRef& axis) {
     user_error("compute_at: stage ", consumer.name(), " belongs to another schedule");
   }
   if (&consumer == this) user_error("compute_at: stage ", name(), " cannot attach to itself");
+  if (tensor_->is_scan()) {
+    user_error("compute_at: ", name(), " is a scan (computed whole, along its scan axis)");
+  }
   consumer.leaf_position(axis, "compute_at");
   attach_kind_ = AttachKind::kAt;
   attach_stage_ = &consumer;
@@ -315,6 +325,9 @@ TensorRef Schedule::cache_write(const TensorRef& tensor, const std::string& scop
   if (stage.is_scheduled()) {
     user_error("cache_write ", tensor->name(),
                ": must come before any other primitive on its stage");
+  }
+  if (tensor->is_scan()) {
+    user_error("cache_write ", tensor->name(), ": a scan reads its own buffer and is not cached");
   }
   // The cache computes the stage's body over its own fresh axes...
   const Stage& original = stage;

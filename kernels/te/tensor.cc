@@ -2,6 +2,7 @@
 // builds and checks the math; schedules and lowering live in schedule.cc / lower_te.cc.
 #include "kernels/te/tensor.h"
 
+#include <algorithm>
 #include <unordered_set>
 #include <utility>
 
@@ -95,6 +96,44 @@ TensorRef compute(std::string name, std::vector<arith::Expr> shape,
       t->inputs_.push_back(e->tensor);
     }
   });
+  return t;
+}
+
+TensorRef scan(std::string name, std::vector<arith::Expr> shape, size_t axis, bool reverse,
+               const std::function<tir::Expr(const Indices&)>& init,
+               const std::function<tir::Expr(const Indices&, tir::Expr prev)>& update) {
+  const std::string what = "scan " + name;
+  if (axis >= shape.size()) {
+    user_error(what, ": axis ", axis, " is out of range for rank ", shape.size());
+  }
+  // The dtype comes from init; the state placeholder (the tensor itself, one step back)
+  // needs it before update is built, and only update can read it.
+  TensorRef state;
+  tir::Expr first;
+  TensorRef t = compute(name, shape, [&](const Indices& i) {
+    first = init(i);
+    if (!first.defined()) user_error(what, ": init is undefined");
+    state = placeholder(name + ".prev", shape, first.type().elem);
+    std::vector<arith::Expr> prev_index(i.begin(), i.end());
+    arith::Expr k = i[axis];
+    prev_index[axis] = reverse ? k + arith::Expr(1) : k - arith::Expr(1);
+    tir::Expr next = update(i, read(state, prev_index));
+    if (!next.defined()) user_error(what, ": update is undefined");
+    if (next.type() != first.type()) {
+      user_error(what, ": init is ", tir::to_string(first.type()), " but update is ",
+                 tir::to_string(next.type()));
+    }
+    arith::Expr at_first = reverse ? arith::eq(k, shape[axis] - arith::Expr(1)) : arith::eq(k, 0);
+    return tir::select(tir::index_value(at_first, tir::boolean()), first, next);
+  });
+  // compute() made the tensor (a non-const object) and nobody else holds it yet.
+  auto* mutable_t = const_cast<Tensor*>(t.get());
+  // The state is not an input: lowering reads the tensor's own buffer for it.
+  auto& inputs = mutable_t->inputs_;
+  inputs.erase(std::remove(inputs.begin(), inputs.end(), state), inputs.end());
+  mutable_t->scan_state_ = std::move(state);
+  mutable_t->scan_axis_ = axis;
+  mutable_t->scan_reverse_ = reverse;
   return t;
 }
 

@@ -8,6 +8,12 @@
 //   auto C = compute("C", {m, n}, [&](const Indices& i) {
 //     return sum(read(A, {i[0], r.var}) * read(B, {r.var, i[1]}), {r});
 //   });
+//
+// A scan (a recurrence along one axis, e.g. a cumulative sum) is a compute whose element
+// reads the tensor's own previous element along that axis:
+//   auto Y = scan("Y", {n, m}, /*axis=*/0, /*reverse=*/false,
+//                 [&](const Indices& i) { return read(X, {i[0], i[1]}); },          // i0 == 0
+//                 [&](const Indices& i, tir::Expr prev) { return prev + read(X, {i[0], i[1]}); });
 #pragma once
 
 #include <functional>
@@ -42,11 +48,20 @@ class Tensor {
   const std::vector<TensorRef>& inputs() const { return inputs_; }
   // kCompute with a kReduce body: its reduction axes.
   const std::vector<IterVar>& reduce_axes() const;
+  // Scans (scan()): the placeholder that stands for the tensor itself in the body (reads
+  // of it are the previous element), the scan axis and its direction; null otherwise.
+  const TensorRef& scan_state() const { return scan_state_; }
+  bool is_scan() const { return scan_state_ != nullptr; }
+  size_t scan_axis() const { return scan_axis_; }
+  bool scan_reverse() const { return scan_reverse_; }
 
  private:
   friend TensorRef placeholder(std::string, std::vector<arith::Expr>, vm::DType);
   friend TensorRef compute(std::string, std::vector<arith::Expr>,
                            const std::function<tir::Expr(const Indices&)>&);
+  friend TensorRef scan(std::string, std::vector<arith::Expr>, size_t, bool,
+                        const std::function<tir::Expr(const Indices&)>&,
+                        const std::function<tir::Expr(const Indices&, tir::Expr)>&);
   Tensor() = default;
   std::string name_;
   vm::DType dtype_ = vm::DType::kFloat32;
@@ -55,12 +70,26 @@ class Tensor {
   Indices axis_;
   tir::Expr body_;
   std::vector<TensorRef> inputs_;
+  TensorRef scan_state_;
+  size_t scan_axis_ = 0;
+  bool scan_reverse_ = false;
 };
 
 TensorRef placeholder(std::string name, std::vector<arith::Expr> shape, vm::DType dtype);
 // The body's type gives the tensor's dtype. A reduction must be the body's root.
 TensorRef compute(std::string name, std::vector<arith::Expr> shape,
                   const std::function<tir::Expr(const Indices&)>& body);
+
+// A scan along `axis`: the first element along it (index 0, or extent - 1 when `reverse`)
+// is init(i); every other one is update(i, prev), prev being the tensor's element one step
+// back (i[axis] - 1, or + 1 when `reverse`). Linear work: lowering runs the axis as one
+// serial loop in scan order and stores each element before the next reads it; a schedule
+// may not split, fuse or parallelise that axis, nor inline, compute_at or cache_write the
+// stage (UserError at lowering or in the primitive). The body is a select on the first
+// element, which lowering turns into an if, so update never runs at the first element.
+TensorRef scan(std::string name, std::vector<arith::Expr> shape, size_t axis, bool reverse,
+               const std::function<tir::Expr(const Indices&)>& init,
+               const std::function<tir::Expr(const Indices&, tir::Expr prev)>& update);
 
 // tensor(indices...): reads one element (indices must match the rank).
 tir::Expr read(const TensorRef& tensor, std::vector<arith::Expr> indices);

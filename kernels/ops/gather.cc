@@ -1,0 +1,98 @@
+// Gather and GatherElements (see gather.h): the index is a let-bound value of the indices
+// tensor, wrapped and clamped in the index world before it addresses data.
+#include "kernels/ops/gather.h"
+
+#include "kernels/ops/schedules.h"
+#include "vm/error.h"
+
+namespace dynvm::ops {
+namespace {
+
+std::string dtype_suffix(vm::DType t) { return tir::to_string(tir::DataType{t, 1}); }
+
+size_t normalize_axis(const char* op, int64_t axis, size_t rank) {
+  auto r = static_cast<int64_t>(rank);
+  if (axis < -r || axis >= r) user_error(op, ": axis ", axis, " is out of range for rank ", r);
+  return static_cast<size_t>(axis < 0 ? axis + r : axis);
+}
+
+void check_types(const char* op, const TensorType& data, const TensorType& indices, size_t axis) {
+  if (indices.dtype != vm::DType::kInt32 && indices.dtype != vm::DType::kInt64) {
+    user_error(op, ": indices must be int32 or int64, got ", dtype_suffix(indices.dtype));
+  }
+  const arith::Expr& extent = data.shape[axis];
+  if (extent.is_int_imm() && extent.int_value() == 0) {
+    user_error(op, ": data's axis ", axis, " is empty, so no index is valid");
+  }
+}
+
+// The element of data's `axis` (extent n) that a loaded index `raw` addresses: negative
+// indices count from the end; what is still out of range is clamped (gather.h).
+arith::Expr wrap_and_clamp(const arith::Var& raw, const arith::Expr& n) {
+  arith::Expr wrapped = arith::select(arith::lt(raw, 0), raw + n, raw);
+  return arith::max(arith::min(wrapped, n - arith::Expr(1)), arith::Expr(0));
+}
+
+OpInstance injective_op(std::string name, std::vector<te::TensorRef> inputs, te::TensorRef out) {
+  OpInstance op;
+  op.name = std::move(name);
+  op.inputs = std::move(inputs);
+  op.outputs = {out};
+  op.knobs = injective_knobs(out->shape());
+  op.schedule = injective_schedule(op.knobs, out);
+  return op;
+}
+
+}  // namespace
+
+OpInstance gather(const TensorType& data, const TensorType& indices, int64_t axis_attr) {
+  if (data.shape.empty()) user_error("gather: data must have rank >= 1");
+  size_t axis = normalize_axis("gather", axis_attr, data.shape.size());
+  check_types("gather", data, indices, axis);
+  size_t q = indices.shape.size();
+  std::vector<arith::Expr> shape(data.shape.begin(), data.shape.begin() + axis);
+  shape.insert(shape.end(), indices.shape.begin(), indices.shape.end());
+  shape.insert(shape.end(), data.shape.begin() + axis + 1, data.shape.end());
+  te::TensorRef x = te::placeholder("data", data.shape, data.dtype);
+  te::TensorRef idx = te::placeholder("indices", indices.shape, indices.dtype);
+  te::TensorRef out = te::compute("Y", shape, [&](const te::Indices& i) {
+    std::vector<arith::Expr> at_indices(i.begin() + axis, i.begin() + axis + q);
+    arith::Var raw("idx");
+    std::vector<arith::Expr> at_data(i.begin(), i.begin() + axis);
+    at_data.push_back(wrap_and_clamp(raw, data.shape[axis]));
+    at_data.insert(at_data.end(), i.begin() + axis + q, i.end());
+    return tir::let_index(raw, te::read(idx, at_indices), te::read(x, at_data));
+  });
+  return injective_op("gather_" + dtype_suffix(data.dtype) + "_" + dtype_suffix(indices.dtype),
+                      {x, idx}, out);
+}
+
+OpInstance gather_elements(const TensorType& data, const TensorType& indices, int64_t axis_attr) {
+  if (data.shape.empty()) user_error("gather_elements: data must have rank >= 1");
+  size_t axis = normalize_axis("gather_elements", axis_attr, data.shape.size());
+  check_types("gather_elements", data, indices, axis);
+  if (indices.shape.size() != data.shape.size()) {
+    user_error("gather_elements: indices have rank ", indices.shape.size(), ", data rank ",
+               data.shape.size(), " (they must be equal)");
+  }
+  for (size_t d = 0; d < data.shape.size(); ++d) {
+    const arith::Expr &di = indices.shape[d], &dd = data.shape[d];
+    if (d == axis || arith::structural_equal(di, dd)) continue;
+    if (di.is_int_imm() && dd.is_int_imm() && di.int_value() <= dd.int_value()) continue;
+    user_error("gather_elements: indices dim ", d,
+               " must equal data's (or be a constant no larger than it)");
+  }
+  te::TensorRef x = te::placeholder("data", data.shape, data.dtype);
+  te::TensorRef idx = te::placeholder("indices", indices.shape, indices.dtype);
+  te::TensorRef out = te::compute("Y", indices.shape, [&](const te::Indices& i) {
+    arith::Var raw("idx");
+    std::vector<arith::Expr> at(i.begin(), i.end());
+    at[axis] = wrap_and_clamp(raw, data.shape[axis]);
+    return tir::let_index(raw, te::read(idx, {i.begin(), i.end()}), te::read(x, at));
+  });
+  return injective_op(
+      "gather_elements_" + dtype_suffix(data.dtype) + "_" + dtype_suffix(indices.dtype), {x, idx},
+      out);
+}
+
+}  // namespace dynvm::ops

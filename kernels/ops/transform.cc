@@ -1,0 +1,377 @@
+// Data-movement operators (see transform.h): each output element's input index as arith
+// expressions over the output's indices, wrapped in a TE compute and the injective schedule.
+#include "kernels/ops/transform.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "kernels/arith/analyzer.h"
+#include "kernels/arith/printer.h"
+#include "kernels/ops/elementwise.h"
+#include "kernels/ops/schedules.h"
+#include "vm/error.h"
+
+namespace dynvm::ops {
+namespace {
+
+using arith::Expr;
+
+// Slice bounds beyond this are "past the end": no tensor dim comes close, and clamping the
+// constants first keeps the symbolic arithmetic on them (start + dim, end - start + step)
+// far from int64 overflow.
+constexpr int64_t kHugeIndex = int64_t{1} << 48;
+
+std::string dtype_suffix(vm::DType t) { return tir::to_string(tir::DataType{t, 1}); }
+
+bool is_const(const Expr& e, int64_t v) { return e.is_int_imm() && e.int_value() == v; }
+
+void bind_dim_vars(arith::Analyzer& analyzer, const Expr& e) {
+  if (e.kind() == arith::ExprKind::kVar) {
+    if (!analyzer.range(e->var_id)) analyzer.bind(arith::Var(e), 0, arith::kPosInf);
+    return;
+  }
+  for (int i = 0; i < arith::kind_arity(e.kind()); ++i) bind_dim_vars(analyzer, e.operand(i));
+}
+
+// What lowering assumes of every shape variable, so that output dims simplify the same way:
+// dims are non-negative.
+arith::Analyzer dims_analyzer(const std::vector<std::vector<Expr>>& shapes) {
+  arith::Analyzer analyzer;
+  for (const auto& shape : shapes) {
+    for (const Expr& d : shape) bind_dim_vars(analyzer, d);
+  }
+  return analyzer;
+}
+
+size_t normalize_axis(const char* op, int64_t axis, size_t rank) {
+  auto r = static_cast<int64_t>(rank);
+  if (axis < -r || axis >= r) user_error(op, ": axis ", axis, " is out of range for rank ", r);
+  return static_cast<size_t>(axis < 0 ? axis + r : axis);
+}
+
+Expr clamp(const Expr& e, const Expr& lo, const Expr& hi) {
+  return arith::min(arith::max(e, lo), hi);
+}
+
+std::vector<Expr> as_exprs(const te::Indices& i) { return {i.begin(), i.end()}; }
+
+// A single-output op with the injective template.
+OpInstance injective_op(std::string name, std::vector<te::TensorRef> inputs, te::TensorRef out) {
+  OpInstance op;
+  op.name = std::move(name);
+  op.inputs = std::move(inputs);
+  op.outputs = {out};
+  op.knobs = injective_knobs(out->shape());
+  op.schedule = injective_schedule(op.knobs, out);
+  op.preferred_multiples = last_dim_multiple(out->shape(), 8);
+  return op;
+}
+
+// The input index along one dim of a pad: output index `i` shifted by the begin pad and
+// brought into [0, d) by the mode (constant mode clamps, for the eager select).
+Expr pad_source(PadMode mode, const Expr& i, int64_t begin, int64_t end, const Expr& d) {
+  Expr src = begin == 0 ? i : i - begin;
+  if (begin <= 0 && end <= 0) return src;  // only cropping: always inside
+  Expr last = d - 1;
+  if (mode == PadMode::kReflect) {
+    if (begin > 0) src = arith::max(src, -src);             // -k -> k
+    if (end > 0) src = arith::min(src, last + last - src);  // last + k -> last - k
+    // Static dims were checked to be larger than their pads; a symbolic one may not be, and
+    // a single reflection then lands outside: keep the read inside anyway.
+    return d.is_int_imm() ? src : clamp(src, 0, last);
+  }
+  if (begin > 0) src = arith::max(src, 0);
+  if (end > 0) src = arith::min(src, last);
+  return src;
+}
+
+}  // namespace
+
+OpInstance transpose(const TensorType& x, const std::vector<int64_t>& perm) {
+  size_t rank = x.shape.size();
+  std::vector<size_t> p;
+  if (perm.empty()) {
+    for (size_t k = 0; k < rank; ++k) p.push_back(rank - 1 - k);
+  } else {
+    if (perm.size() != rank) {
+      user_error("transpose: perm has ", perm.size(), " entries for an input of rank ", rank);
+    }
+    std::vector<bool> seen(rank, false);
+    for (int64_t a : perm) {
+      size_t k = normalize_axis("transpose", a, rank);
+      if (seen[k]) user_error("transpose: perm is not a permutation (axis ", a, " repeats)");
+      seen[k] = true;
+      p.push_back(k);
+    }
+  }
+  std::vector<Expr> shape;
+  for (size_t k = 0; k < rank; ++k) shape.push_back(x.shape[p[k]]);
+  te::TensorRef in = te::placeholder("X", x.shape, x.dtype);
+  te::TensorRef out = te::compute("Y", shape, [&](const te::Indices& i) {
+    std::vector<Expr> idx(rank);
+    for (size_t k = 0; k < rank; ++k) idx[p[k]] = i[k];
+    return te::read(in, idx);
+  });
+  return injective_op("transpose_" + dtype_suffix(x.dtype), {in}, out);
+}
+
+OpInstance concat(const std::vector<TensorType>& xs, int64_t axis) {
+  if (xs.empty()) user_error("concat needs at least one input");
+  const TensorType& first = xs[0];
+  size_t rank = first.shape.size();
+  size_t a = normalize_axis("concat", axis, rank);
+  std::vector<std::vector<Expr>> shapes;
+  for (const TensorType& t : xs) shapes.push_back(t.shape);
+  arith::Analyzer analyzer = dims_analyzer(shapes);
+  for (size_t k = 1; k < xs.size(); ++k) {
+    const TensorType& t = xs[k];
+    if (t.dtype != first.dtype) {
+      user_error("concat: input ", k, " is ", dtype_suffix(t.dtype), ", input 0 is ",
+                 dtype_suffix(first.dtype));
+    }
+    if (t.shape.size() != rank) {
+      user_error("concat: input ", k, " has rank ", t.shape.size(), ", input 0 has rank ", rank);
+    }
+    for (size_t d = 0; d < rank; ++d) {
+      if (d == a || analyzer.provably_equal(t.shape[d], first.shape[d])) continue;
+      user_error("concat: dim ", d, " of input ", k, " (", arith::to_string(t.shape[d]),
+                 ") does not match input 0's (", arith::to_string(first.shape[d]), ")");
+    }
+  }
+  // offsets[k]: where input k starts along the axis.
+  std::vector<Expr> offsets = {arith::make_int(0)};
+  for (const TensorType& t : xs) {
+    offsets.push_back(analyzer.simplify(offsets.back() + t.shape[a]));
+  }
+  std::vector<Expr> shape = first.shape;
+  shape[a] = offsets.back();
+
+  std::vector<te::TensorRef> inputs;
+  for (size_t k = 0; k < xs.size(); ++k) {
+    inputs.push_back(te::placeholder("X" + std::to_string(k), xs[k].shape, xs[k].dtype));
+  }
+  te::TensorRef out = te::compute("Y", shape, [&](const te::Indices& i) {
+    // The read of input k at its clamped position: in range wherever the select evaluates
+    // it, including for the output positions that belong to other inputs.
+    auto read_input = [&](size_t k) {
+      std::vector<Expr> idx = as_exprs(i);
+      Expr pos = is_const(offsets[k], 0) ? Expr(i[a]) : Expr(i[a]) - offsets[k];
+      if (k > 0) pos = arith::max(pos, 0);
+      if (k + 1 < xs.size()) pos = arith::min(pos, xs[k].shape[a] - 1);
+      idx[a] = pos;
+      return te::read(inputs[k], idx);
+    };
+    // Statically empty inputs own no output position: leave them out of the chain (their
+    // clamped read would still be out of bounds).
+    std::vector<size_t> live;
+    for (size_t k = 0; k < xs.size(); ++k) {
+      if (!is_const(xs[k].shape[a], 0)) live.push_back(k);
+    }
+    if (live.empty()) return read_input(xs.size() - 1);  // an empty output: never evaluated
+    tir::Expr value = read_input(live.back());
+    for (size_t j = live.size() - 1; j-- > 0;) {
+      size_t k = live[j];
+      tir::Expr inside = tir::index_value(arith::lt(i[a], offsets[k + 1]), tir::boolean());
+      value = tir::select(inside, read_input(k), value);
+    }
+    return value;
+  });
+  return injective_op("concat_" + dtype_suffix(first.dtype), inputs, out);
+}
+
+OpInstance split(const TensorType& x, int64_t axis, const std::vector<Expr>& sizes) {
+  size_t rank = x.shape.size();
+  size_t a = normalize_axis("split", axis, rank);
+  if (sizes.empty()) user_error("split needs at least one output size");
+  arith::Analyzer analyzer = dims_analyzer({x.shape, sizes});
+  Expr total = arith::make_int(0);
+  for (const Expr& s : sizes) {
+    if (s.is_int_imm() && s.int_value() < 0) user_error("split: size ", s.int_value(), " < 0");
+    total = total + s;
+  }
+  if (!analyzer.provably_equal(total, x.shape[a])) {
+    user_error("split: sizes add up to ", arith::to_string(analyzer.simplify(total)),
+               ", not the dim ", arith::to_string(x.shape[a]), " of axis ", axis);
+  }
+  OpInstance op;
+  op.name = "split_" + dtype_suffix(x.dtype);
+  te::TensorRef in = te::placeholder("X", x.shape, x.dtype);
+  op.inputs = {in};
+  Expr offset = arith::make_int(0);
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    std::vector<Expr> shape = x.shape;
+    shape[a] = analyzer.simplify(sizes[k]);
+    op.outputs.push_back(te::compute("Y" + std::to_string(k), shape, [&](const te::Indices& i) {
+      std::vector<Expr> idx = as_exprs(i);
+      if (!is_const(offset, 0)) idx[a] = i[a] + offset;
+      return te::read(in, idx);
+    }));
+    offset = analyzer.simplify(offset + sizes[k]);
+  }
+  op.knobs = injective_knobs(x.shape);
+  op.schedule = [specs = op.knobs, outs = op.outputs](const KnobValues& knobs) {
+    te::Schedule s = te::create_schedule(outs);
+    for (const te::TensorRef& out : outs) {
+      schedule_injective(s, out, knob_value(specs, knobs, "vector_width"),
+                         knob_value(specs, knobs, "parallel") != 0);
+    }
+    return s;
+  };
+  op.preferred_multiples = last_dim_multiple(x.shape, 8);
+  return op;
+}
+
+OpInstance slice(const TensorType& x, const std::vector<int64_t>& starts,
+                 const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
+                 const std::vector<int64_t>& steps) {
+  size_t rank = x.shape.size();
+  size_t n = starts.size();
+  if (ends.size() != n) user_error("slice: ", n, " starts but ", ends.size(), " ends");
+  if (!axes.empty() && axes.size() != n)
+    user_error("slice: ", n, " starts but ", axes.size(), " axes");
+  if (!steps.empty() && steps.size() != n) {
+    user_error("slice: ", n, " starts but ", steps.size(), " steps");
+  }
+  arith::Analyzer analyzer = dims_analyzer({x.shape});
+  std::vector<Expr> shape = x.shape;
+  std::vector<Expr> first(rank, arith::make_int(0));  // the input index of output index 0
+  std::vector<int64_t> stride(rank, 1);
+  std::vector<bool> sliced(rank, false);
+  for (size_t j = 0; j < n; ++j) {
+    size_t a = normalize_axis("slice", axes.empty() ? static_cast<int64_t>(j) : axes[j], rank);
+    if (sliced[a]) user_error("slice: axis ", a, " is sliced twice");
+    sliced[a] = true;
+    int64_t step = steps.empty() ? 1 : steps[j];
+    if (step == 0) user_error("slice: step 0 on axis ", a);
+    step = std::clamp(step, -kHugeIndex, kHugeIndex);  // any larger step takes one element
+    const Expr& d = x.shape[a];
+    // A position counts from the end of the dim when negative, then clamps into [lo, hi].
+    // Only the side a constant's sign can cross is clamped (v >= 0 is above lo, d + v < d
+    // is below hi), which keeps symbolic extents readable; a backward start from the end
+    // keeps both, the upper last, so that an empty dim gives start = -1 = end: nothing.
+    auto position = [&](int64_t v, const Expr& lo, const Expr& hi, bool both) {
+      v = std::clamp(v, -kHugeIndex, kHugeIndex);
+      if (v >= 0) return arith::min(Expr(v), hi);
+      return both ? clamp(d + v, lo, hi) : arith::max(d + v, lo);
+    };
+    Expr start, count;
+    if (step > 0) {
+      start = position(starts[j], 0, d, false);
+      Expr end = position(ends[j], 0, d, false);
+      count = arith::max(arith::floordiv(end - start + (step - 1), step), 0);
+    } else {
+      start = position(starts[j], 0, d - 1, true);
+      Expr end = position(ends[j], -1, d - 1, false);
+      count = arith::max(arith::floordiv(start - end + (-step - 1), -step), 0);
+    }
+    first[a] = analyzer.simplify(start);
+    stride[a] = step;
+    shape[a] = analyzer.simplify(count);
+  }
+  te::TensorRef in = te::placeholder("X", x.shape, x.dtype);
+  te::TensorRef out = te::compute("Y", shape, [&](const te::Indices& i) {
+    std::vector<Expr> idx = as_exprs(i);
+    for (size_t k = 0; k < rank; ++k) {
+      if (!sliced[k]) continue;
+      Expr pos = stride[k] == 1 ? Expr(i[k]) : i[k] * stride[k];
+      idx[k] = is_const(first[k], 0) ? pos : first[k] + pos;
+    }
+    return te::read(in, idx);
+  });
+  return injective_op("slice_" + dtype_suffix(x.dtype), {in}, out);
+}
+
+OpInstance pad(const TensorType& x, const std::vector<int64_t>& pads, PadMode mode, double value) {
+  size_t rank = x.shape.size();
+  if (pads.size() != 2 * rank) {
+    user_error("pad: ", pads.size(), " pads for an input of rank ", rank, " (need ", 2 * rank, ")");
+  }
+  arith::Analyzer analyzer = dims_analyzer({x.shape});
+  std::vector<Expr> shape;
+  bool empty_input = false;
+  for (size_t k = 0; k < rank; ++k) {
+    int64_t begin = pads[k], end = pads[k + rank];
+    const Expr& d = x.shape[k];
+    shape.push_back(analyzer.simplify(d + (begin + end)));
+    if (shape.back().is_int_imm() && shape.back().int_value() < 0) {
+      user_error("pad: pads ", begin, " and ", end, " crop more than dim ", k, " holds");
+    }
+    if (!d.is_int_imm()) continue;
+    empty_input |= d.int_value() == 0;
+    if (mode == PadMode::kReflect && (begin >= d.int_value() || end >= d.int_value())) {
+      user_error("pad: reflect pads (", begin, ", ", end, ") must be smaller than dim ", k, " (",
+                 d.int_value(), ")");
+    }
+    if (mode == PadMode::kEdge && d.int_value() == 0 && (begin > 0 || end > 0)) {
+      user_error("pad: edge mode cannot pad the empty dim ", k);
+    }
+  }
+  tir::DataType type{x.dtype, 1};
+  if (!type.is_float() && !std::isfinite(value)) {
+    user_error("pad: the value ", value, " is not representable in ", dtype_suffix(x.dtype));
+  }
+  tir::Expr fill = tir::make_const(type, type.is_bool() ? static_cast<double>(value != 0) : value);
+  te::TensorRef in = te::placeholder("X", x.shape, x.dtype);
+  te::TensorRef out = te::compute("Y", shape, [&](const te::Indices& i) {
+    // A statically empty input has nothing to read: the output is all padding.
+    if (empty_input) return fill;
+    std::vector<Expr> idx;
+    Expr inside = arith::make_bool(true);
+    bool conditional = false;
+    for (size_t k = 0; k < rank; ++k) {
+      int64_t begin = pads[k], end = pads[k + rank];
+      idx.push_back(pad_source(mode, i[k], begin, end, x.shape[k]));
+      if (mode != PadMode::kConstant) continue;
+      Expr src = begin == 0 ? Expr(i[k]) : i[k] - begin;
+      if (begin > 0) inside = arith::logical_and(inside, arith::ge(src, 0));
+      if (end > 0) inside = arith::logical_and(inside, arith::lt(src, x.shape[k]));
+      conditional |= begin > 0 || end > 0;
+    }
+    tir::Expr v = te::read(in, idx);
+    if (!conditional) return v;
+    return tir::select(tir::index_value(inside, tir::boolean()), v, fill);
+  });
+  static const char* kModeNames[] = {"constant", "reflect", "edge"};
+  return injective_op(
+      std::string("pad_") + kModeNames[static_cast<int>(mode)] + "_" + dtype_suffix(x.dtype), {in},
+      out);
+}
+
+OpInstance tile(const TensorType& x, const std::vector<int64_t>& repeats) {
+  size_t rank = x.shape.size();
+  if (repeats.size() != rank) {
+    user_error("tile: ", repeats.size(), " repeats for an input of rank ", rank);
+  }
+  arith::Analyzer analyzer = dims_analyzer({x.shape});
+  std::vector<Expr> shape;
+  for (size_t k = 0; k < rank; ++k) {
+    if (repeats[k] < 0) user_error("tile: repeats[", k, "] = ", repeats[k], " < 0");
+    shape.push_back(analyzer.simplify(x.shape[k] * repeats[k]));
+  }
+  te::TensorRef in = te::placeholder("X", x.shape, x.dtype);
+  te::TensorRef out = te::compute("Y", shape, [&](const te::Indices& i) {
+    std::vector<Expr> idx;
+    for (size_t k = 0; k < rank; ++k) {
+      // A statically empty dim gives an empty output: the index is never evaluated.
+      bool plain = repeats[k] == 1 || is_const(x.shape[k], 0);
+      idx.push_back(plain ? Expr(i[k]) : arith::floormod(i[k], x.shape[k]));
+    }
+    return te::read(in, idx);
+  });
+  return injective_op("tile_" + dtype_suffix(x.dtype), {in}, out);
+}
+
+OpInstance expand(const TensorType& x, const std::vector<Expr>& shape) {
+  for (const Expr& d : shape) {
+    if (d.is_int_imm() && d.int_value() < 0) user_error("expand: dim ", d.int_value(), " < 0");
+  }
+  std::vector<Expr> out_shape = broadcast_shape({x.shape, shape});
+  te::TensorRef in = te::placeholder("X", x.shape, x.dtype);
+  te::TensorRef out = te::compute("Y", out_shape, [&](const te::Indices& i) {
+    return te::read(in, broadcast_indices(x.shape, i));
+  });
+  return injective_op("expand_" + dtype_suffix(x.dtype), {in}, out);
+}
+
+}  // namespace dynvm::ops

@@ -1,0 +1,60 @@
+// Data-movement operators: transpose, concat, split, slice, pad, tile, expand. None of them
+// computes a value; each output element is one input element (or pad's constant) picked by
+// index arithmetic, so every builder works for any dtype and for symbolic shapes, whose
+// output dims become arith expressions (slice's clamped extents, concat's sums). All are
+// scheduled with the injective template (schedules.h): knobs `vector_width` and
+// `parallel`; split's outputs each get it with the same knob values.
+//
+// TIR's select is eager (both sides are evaluated), so an op that picks between reads
+// (concat between inputs, pad between the input and its constant) clamps every read's
+// index into its input's range and selects on the condition: no read is ever out of
+// bounds. The one case this cannot cover is a read from an input that is empty at run
+// time (a symbolic dim bound to 0) while the output is not: pad and concat assume their
+// symbolic inputs are not empty; static empty inputs are handled exactly.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/ops/op.h"
+
+namespace dynvm::ops {
+
+// ONNX Transpose: output dim k is input dim perm[k]. An empty perm reverses the axes.
+OpInstance transpose(const TensorType& x, const std::vector<int64_t>& perm = {});
+
+// ONNX Concat: inputs share dtype, rank and every dim but `axis` (negative counts from the
+// end); symbolic dims must be structurally equal.
+OpInstance concat(const std::vector<TensorType>& xs, int64_t axis);
+
+// ONNX Split with explicit sizes along `axis`: one output per size. The sizes must add up
+// to the axis' dim (provably, for symbolic dims: e.g. {n, n} of 2*n).
+// Sizes may be symbolic; each must be non-negative (checked for constants).
+OpInstance split(const TensorType& x, int64_t axis, const std::vector<arith::Expr>& sizes);
+
+// ONNX Slice with constant starts / ends / axes / steps. Empty axes means 0..starts.size()-1
+// and empty steps means all 1. Negative starts/ends count from the end of the dim; both are
+// then clamped ([0, d] for positive steps, [0, d-1] / [-1, d-1] for negative ones), so
+// out-of-range ends (INT64_MAX, INT64_MIN) mean "to the end". Zero steps are a UserError.
+OpInstance slice(const TensorType& x, const std::vector<int64_t>& starts,
+                 const std::vector<int64_t>& ends, const std::vector<int64_t>& axes = {},
+                 const std::vector<int64_t>& steps = {});
+
+enum class PadMode : uint8_t {
+  kConstant,  // `value` outside the input
+  kReflect,   // mirrored without repeating the border: pads must be < the dim
+  kEdge,      // the border element repeated
+};
+// ONNX Pad with constant pads in ONNX layout: [x1_begin, x2_begin, ..., x1_end, x2_end, ...].
+// Negative pads crop. `value` (kConstant only) is converted to x's dtype.
+OpInstance pad(const TensorType& x, const std::vector<int64_t>& pads,
+               PadMode mode = PadMode::kConstant, double value = 0);
+
+// ONNX Tile: output dim k is input dim k times repeats[k] (repeats >= 0, one per dim).
+OpInstance tile(const TensorType& x, const std::vector<int64_t>& repeats);
+
+// ONNX Expand: x broadcast with `shape` (numpy rules, both ways: the output shape is
+// broadcast_shape({x.shape, shape})).
+OpInstance expand(const TensorType& x, const std::vector<arith::Expr>& shape);
+
+}  // namespace dynvm::ops
