@@ -4,13 +4,15 @@
 #include <cmath>
 #include <cstdio>
 
+#include "compiler/ir/tensor_text.h"
 #include "vm/error.h"
 
 namespace dynvm::compiler {
 namespace {
 
 const char* kind_name(const AttrValue& v) {
-  static const char* const kNames[] = {"int", "float", "string", "ints", "floats", "strings"};
+  static const char* const kNames[] = {"int",    "float",   "string", "ints",
+                                       "floats", "strings", "tensor"};
   return kNames[v.index()];
 }
 
@@ -91,8 +93,10 @@ std::string to_string(const AttrValue& v) {
                        [](int64_t x) { return std::to_string(x); });
     case 4:
       return list_text(std::get<std::vector<double>>(v), float_text);
-    default:
+    case 5:
       return list_text(std::get<std::vector<std::string>>(v), quoted);
+    default:
+      return tensor_text(std::get<vm::Tensor>(v));
   }
 }
 

@@ -430,6 +430,7 @@ class Parser {
   AttrValue attr_value() {
     char c = peek();
     if (c == '"') return string_literal();
+    if (accept("const")) return constant()->value;
     if (c != '[') {
       int64_t i = 0;
       auto [d, is_float] = number(&i);

@@ -40,6 +40,9 @@ TEST(IrAttrs, TextKeepsKinds) {
   EXPECT_EQ(to_string(AttrValue(std::string("a\"b\n"))), "\"a\\\"b\\n\"");
   EXPECT_EQ(to_string(AttrValue(std::vector<int64_t>{1, -2})), "[1, -2]");
   EXPECT_EQ(to_string(AttrValue(std::vector<std::string>{"x", "y"})), "[\"x\", \"y\"]");
+  EXPECT_EQ(to_string(AttrValue(
+                vm::Tensor::from_vector(std::vector<int64_t>{4}, {1}, vm::DType::kInt64))),
+            "const(i64[1], [4])");
   Attrs a{{"k", int64_t{2}}};
   EXPECT_EQ(attr_int(a, "k", 0, "Op"), 2);
   EXPECT_EQ(attr_int(a, "missing", 5, "Op"), 5);
@@ -189,6 +192,9 @@ fn @main(%x: f32[1, 3, 48, w]) -> f32[(w - 1) floordiv 8 + 1, ?] {
   ASSERT_EQ(call.kind(), ExprKind::kCall);
   EXPECT_EQ(std::get<std::vector<int64_t>>(call->attrs.at("kernel")), (std::vector<int64_t>{2, 2}));
   EXPECT_EQ(std::get<std::string>(call->attrs.at("mode")), "max");
+  Module t = parse_module("fn @f(%s: i64[2]) {\n  return fill(%s) {value=const(f32[1], [0.5])}\n}");
+  const vm::Tensor& value = std::get<vm::Tensor>(t.functions[0]->body->attrs.at("value"));
+  EXPECT_EQ(value.data_as<float>()[0], 0.5f);
 }
 
 TEST(IrText, ErrorsNameTheLineAndColumn) {
