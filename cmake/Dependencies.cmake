@@ -4,6 +4,9 @@
 find_package(Threads REQUIRED)
 find_package(TBB REQUIRED)
 find_package(cereal REQUIRED)
+# The ONNX frontend: libonnx's protobuf classes (targets onnx_proto, onnx) and protobuf.
+find_package(ONNX REQUIRED)
+find_package(Protobuf REQUIRED)
 
 find_path(DLPACK_INCLUDE_DIR dlpack/dlpack.h REQUIRED)
 

@@ -1,0 +1,435 @@
+// The ONNX importer (see importer.h).
+#include "frontends/onnx/importer.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "frontends/onnx/normalize.h"
+#include "frontends/onnx/tensor_proto.h"
+#include "vm/error.h"
+
+namespace dynvm::frontends::onnx_import {
+namespace {
+
+using compiler::Expr;
+using compiler::Type;
+
+// Largest model file we read (protobuf's own limit is 2 GiB).
+constexpr size_t kMaxModelBytes = size_t{2} << 30;
+
+std::string identifier(const std::string& name) {
+  std::string out;
+  for (char c : name) out += std::isalnum(static_cast<unsigned char>(c)) || c == '_' ? c : '_';
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "d" + out;
+  return out;
+}
+
+class GraphImporter {
+ public:
+  GraphImporter(compiler::Module* module, int64_t opset, const ImportOptions& options)
+      : module_(module), opset_(opset), options_(options) {}
+
+  std::shared_ptr<compiler::Function> main(const onnx::GraphProto& g) {
+    auto f = std::make_shared<compiler::Function>();
+    f->name = "main";
+    scopes_.emplace_back();
+    std::set<std::string> initializers;
+    for (const auto& init : g.initializer()) initializers.insert(init.name());
+    for (const auto& input : g.input()) {
+      if (initializers.count(input.name())) continue;  // a default value: the constant wins
+      Expr v = compiler::make_var(input.name(), value_type(input, "graph input " + input.name()));
+      define(input.name(), v);
+      f->params.push_back(v);
+    }
+    f->body = block(g, /*tuple_always=*/true);
+    std::vector<Type> results;
+    for (const auto& out : g.output()) {
+      results.push_back(value_type(out, "graph output " + out.name()));
+    }
+    if (std::all_of(results.begin(), results.end(), [](const Type& t) { return t.defined(); })) {
+      f->result_type = compiler::tuple_type(results);
+    }
+    scopes_.pop_back();
+    check_dims_used();
+    return f;
+  }
+
+ private:
+  struct Block {
+    std::vector<std::pair<Expr, Expr>> bindings;  // var = value, in order
+  };
+
+  // ---- types and dims ----
+  Type value_type(const onnx::ValueInfoProto& info, const std::string& where) {
+    if (!info.has_type()) return {};
+    if (!info.type().has_tensor_type()) user_error(where, ": only tensor values are supported");
+    const auto& tt = info.type().tensor_type();
+    std::optional<vm::DType> dtype = vm::from_onnx_code(tt.elem_type());
+    if (!dtype) user_error(where, ": unsupported element type ", tt.elem_type());
+    if (!tt.has_shape()) return {};  // rank unknown: left to type inference
+    std::vector<compiler::Dim> dims;
+    for (int axis = 0; axis < tt.shape().dim_size(); ++axis) {
+      const auto& d = tt.shape().dim(axis);
+      if (d.has_dim_value()) {
+        if (d.dim_value() < 0) user_error(where, ": negative dim ", d.dim_value());
+        dims.emplace_back(d.dim_value());
+      } else if (d.has_dim_param() && !d.dim_param().empty()) {
+        dims.emplace_back(symbol(d.dim_param()));
+      } else {
+        dims.emplace_back(symbol(info.name() + "_" + std::to_string(axis)));
+      }
+    }
+    return compiler::tensor_type(*dtype, std::move(dims));
+  }
+
+  arith::Var symbol(const std::string& model_name) {
+    std::string name = identifier(model_name);
+    if (const compiler::DimSymbol* d = module_->find_dim(name)) return d->var;
+    compiler::DimSymbol d{arith::Var(name)};
+    for (const std::string& key : {model_name, name}) {
+      auto it = options_.dims.find(key);
+      if (it != options_.dims.end()) {
+        d.min = it->second.min;
+        d.max = it->second.max;
+        used_dim_options_.insert(key);
+      }
+    }
+    module_->dims.push_back(d);
+    return d.var;
+  }
+
+  void check_dims_used() {
+    for (const auto& [name, range] : options_.dims) {
+      if (used_dim_options_.count(name)) continue;
+      std::string known;
+      for (const auto& d : module_->dims) known += (known.empty() ? "" : ", ") + d.var.name();
+      user_error("--dim ", name, ": the model has no symbolic dim of that name (its dims: ",
+                 known.empty() ? "none" : known, ")");
+    }
+  }
+
+  // ---- scopes ----
+  void define(const std::string& name, const Expr& v) { scopes_.back()[name] = v; }
+  Expr lookup(const std::string& name, const std::string& where) {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+      auto found = it->find(name);
+      if (found != it->end()) return found->second;
+    }
+    user_error(where, ": input '", name,
+               "' is not produced by any earlier node, initializer or "
+               "graph input");
+  }
+
+  // ---- graphs ----
+  // The graph's initializers and nodes as lets (in the current scope), returning its
+  // outputs: one value, or a tuple when there are several (or always, if asked).
+  Expr block(const onnx::GraphProto& g, bool tuple_always) {
+    Block b;
+    for (const auto& init : g.initializer()) {
+      Expr c = compiler::make_constant(tensor_from_proto(init, "initializer " + init.name()));
+      bind(b, init.name(), c);
+    }
+    for (int i = 0; i < g.node_size(); ++i) node(g.node(i), i, b);
+    std::vector<Expr> outputs;
+    for (const auto& out : g.output()) outputs.push_back(lookup(out.name(), "graph output"));
+    Expr result = outputs.size() == 1 && !tuple_always ? outputs[0] : compiler::make_tuple(outputs);
+    for (auto it = b.bindings.rbegin(); it != b.bindings.rend(); ++it) {
+      result = compiler::make_let(it->first, it->second, result);
+    }
+    return result;
+  }
+
+  void bind(Block& b, const std::string& name, const Expr& value) {
+    Expr v = compiler::make_var(name);
+    b.bindings.emplace_back(v, value);
+    define(name, v);
+  }
+
+  std::string describe(const onnx::NodeProto& n, int index) {
+    std::string name = n.name().empty() ? "#" + std::to_string(index) : "'" + n.name() + "'";
+    return str_cat("node ", name, " (", n.op_type(), ", opset ", opset_, ")");
+  }
+
+  void node(const onnx::NodeProto& n, int index, Block& b) {
+    const std::string where = describe(n, index);
+    if (!n.domain().empty() && n.domain() != "ai.onnx") {
+      user_error(where, ": operator domain '", n.domain(), "' is not supported");
+    }
+    check_supported(n.op_type(), opset_, where);
+    if (n.op_type() == "Constant") return bind_outputs(n, constant_node(n, where), b, where);
+
+    NodeForm form;
+    form.op = n.op_type();
+    for (const std::string& in : n.input()) {
+      form.inputs.push_back(in.empty() ? absent_input() : lookup(in, where));
+    }
+    std::map<std::string, const onnx::GraphProto*> graphs;
+    for (const auto& a : n.attribute()) {
+      if (a.type() == onnx::AttributeProto::GRAPH) {
+        graphs[a.name()] = &a.g();
+      } else {
+        form.attrs[a.name()] = attribute(a, where);
+      }
+    }
+    Expr value;
+    if (n.op_type() == "If") {
+      value = if_node(form, graphs, where);
+    } else if (n.op_type() == "Loop") {
+      value = loop_node(form, graphs, where);
+    } else if (n.op_type() == "Scan") {
+      value = scan_node(form, graphs, b, where);
+    } else {
+      if (!graphs.empty()) user_error(where, ": unexpected graph attribute");
+      normalize(form, opset_, where);
+      value = compiler::make_call(form.op, form.inputs, form.attrs);
+    }
+    bind_outputs(n, value, b, where);
+  }
+
+  // One output: bound directly. Several (and always for Loop and Scan, whose value is a
+  // tuple): the tuple, then a get_item per named output.
+  void bind_outputs(const onnx::NodeProto& n, const Expr& value, Block& b,
+                    const std::string& where) {
+    if (n.output_size() == 0) user_error(where, ": the node has no outputs");
+    bool tuple_valued = n.output_size() > 1 || n.op_type() == "Loop" || n.op_type() == "Scan";
+    if (!tuple_valued) {
+      bind(b, n.output(0), value);
+      return;
+    }
+    std::string tuple_name = (n.name().empty() ? n.output(0) : n.name()) + "_outputs";
+    bind(b, tuple_name, value);
+    Expr tuple = b.bindings.back().first;
+    for (int k = 0; k < n.output_size(); ++k) {
+      if (n.output(k).empty()) continue;  // an optional output nobody uses
+      bind(b, n.output(k), compiler::make_get_item(tuple, k));
+    }
+  }
+
+  Expr constant_node(const onnx::NodeProto& n, const std::string& where) {
+    if (n.attribute_size() != 1) user_error(where, ": a Constant needs exactly one attribute");
+    const auto& a = n.attribute(0);
+    const std::string& kind = a.name();
+    if (kind == "value") return compiler::make_constant(tensor_from_proto(a.t(), where));
+    if (kind == "value_float") {
+      return compiler::make_constant(
+          vm::Tensor::from_vector(std::vector<float>{a.f()}, {}, vm::DType::kFloat32));
+    }
+    if (kind == "value_int") {
+      return compiler::make_constant(
+          vm::Tensor::from_vector(std::vector<int64_t>{a.i()}, {}, vm::DType::kInt64));
+    }
+    if (kind == "value_floats") {
+      std::vector<float> v(a.floats().begin(), a.floats().end());
+      return compiler::make_constant(
+          vm::Tensor::from_vector(v, {static_cast<int64_t>(v.size())}, vm::DType::kFloat32));
+    }
+    if (kind == "value_ints") {
+      std::vector<int64_t> v(a.ints().begin(), a.ints().end());
+      return compiler::make_constant(
+          vm::Tensor::from_vector(v, {static_cast<int64_t>(v.size())}, vm::DType::kInt64));
+    }
+    user_error(where, ": Constant attribute '", kind, "' is not supported");
+  }
+
+  compiler::AttrValue attribute(const onnx::AttributeProto& a, const std::string& where) {
+    switch (a.type()) {
+      case onnx::AttributeProto::INT:
+        return a.i();
+      case onnx::AttributeProto::FLOAT:
+        return static_cast<double>(a.f());
+      case onnx::AttributeProto::STRING:
+        return a.s();
+      case onnx::AttributeProto::INTS:
+        return std::vector<int64_t>(a.ints().begin(), a.ints().end());
+      case onnx::AttributeProto::FLOATS:
+        return std::vector<double>(a.floats().begin(), a.floats().end());
+      case onnx::AttributeProto::STRINGS:
+        return std::vector<std::string>(a.strings().begin(), a.strings().end());
+      case onnx::AttributeProto::TENSOR:
+        return tensor_from_proto(a.t(), where + " attribute " + a.name());
+      default:
+        user_error(where, ": attribute '", a.name(), "' has an unsupported kind (",
+                   onnx::AttributeProto::AttributeType_Name(a.type()), ")");
+    }
+  }
+
+  const onnx::GraphProto& graph_attr(const std::map<std::string, const onnx::GraphProto*>& graphs,
+                                     const std::string& name, const std::string& where) {
+    auto it = graphs.find(name);
+    if (it == graphs.end()) user_error(where, ": missing graph attribute '", name, "'");
+    return *it->second;
+  }
+
+  Expr if_node(NodeForm& form, const std::map<std::string, const onnx::GraphProto*>& graphs,
+               const std::string& where) {
+    if (form.inputs.size() != 1) user_error(where, ": If takes one input (cond)");
+    const auto& then_graph = graph_attr(graphs, "then_branch", where);
+    const auto& else_graph = graph_attr(graphs, "else_branch", where);
+    if (then_graph.output_size() != else_graph.output_size()) {
+      user_error(where, ": the branches have ", then_graph.output_size(), " and ",
+                 else_graph.output_size(), " outputs");
+    }
+    scopes_.emplace_back();
+    Expr then_branch = block(then_graph, false);
+    scopes_.pop_back();
+    scopes_.emplace_back();
+    Expr else_branch = block(else_graph, false);
+    scopes_.pop_back();
+    return compiler::make_if(form.inputs[0], then_branch, else_branch);
+  }
+
+  // Loop body inputs: (iteration, cond, carried...); outputs: (cond, carried..., scans...).
+  Expr loop_node(NodeForm& form, const std::map<std::string, const onnx::GraphProto*>& graphs,
+                 const std::string& where) {
+    if (form.inputs.size() < 2) user_error(where, ": Loop needs M and cond inputs");
+    const auto& g = graph_attr(graphs, "body", where);
+    const size_t carried = form.inputs.size() - 2;
+    if (static_cast<size_t>(g.input_size()) != carried + 2) {
+      user_error(where, ": the body takes ", g.input_size(), " inputs, expected ", carried + 2);
+    }
+    if (static_cast<size_t>(g.output_size()) < carried + 1) {
+      user_error(where, ": the body has ", g.output_size(), " outputs, expected at least ",
+                 carried + 1);
+    }
+    auto body = std::make_shared<compiler::Function>();
+    body->name = "loop_body";
+    scopes_.emplace_back();
+    for (const auto& in : g.input()) {
+      Expr v = compiler::make_var(in.name(), value_type(in, where + " body input " + in.name()));
+      define(in.name(), v);
+      body->params.push_back(v);
+    }
+    body->body = block(g, true);
+    scopes_.pop_back();
+    auto optional = [](const Expr& e) {
+      bool absent = e.kind() == compiler::ExprKind::kTuple && e->operands.empty();
+      return absent ? Expr() : e;
+    };
+    std::vector<Expr> init(form.inputs.begin() + 2, form.inputs.end());
+    return compiler::make_loop(optional(form.inputs[0]), optional(form.inputs[1]), init, body,
+                               g.output_size() - 1 - static_cast<int64_t>(carried));
+  }
+
+  // Scan (opset >= 9) as a loop over the scan axis: the body gets (i, cond, states...) and
+  // reads element i of each scan input with Gather; its scan outputs stack along axis 0.
+  Expr scan_node(NodeForm& form, const std::map<std::string, const onnx::GraphProto*>& graphs,
+                 Block& outer, const std::string& where) {
+    const auto& g = graph_attr(graphs, "body", where);
+    int64_t num_scan_inputs = compiler::attr_int(form.attrs, "num_scan_inputs", -1, where);
+    if (num_scan_inputs < 1 || static_cast<size_t>(num_scan_inputs) > form.inputs.size()) {
+      user_error(where, ": num_scan_inputs must be in 1..", form.inputs.size());
+    }
+    const size_t states = form.inputs.size() - static_cast<size_t>(num_scan_inputs);
+    auto axes = compiler::attr_ints(form.attrs, "scan_input_axes", {}, where);
+    auto directions = compiler::attr_ints(form.attrs, "scan_input_directions", {}, where);
+    for (const char* name : {"scan_output_axes", "scan_output_directions"}) {
+      for (int64_t v : compiler::attr_ints(form.attrs, name, {}, where)) {
+        if (v != 0) user_error(where, ": ", name, " other than 0 is not supported yet");
+      }
+    }
+    if (g.input_size() != static_cast<int>(form.inputs.size())) {
+      user_error(where, ": the body takes ", g.input_size(), " inputs, expected ",
+                 form.inputs.size());
+    }
+    auto axis_of = [&](size_t k) { return k < axes.size() ? axes[k] : int64_t{0}; };
+    // Trip count: the first scan input's extent along its axis.
+    Expr first_scan = form.inputs[states];
+    Expr shape = compiler::make_call("Shape", {first_scan});
+    Expr trip =
+        compiler::make_call("Gather", {shape, i64_scalar(axis_of(0))}, {{"axis", int64_t{0}}});
+    Expr trip_var = compiler::make_var("scan_trips");
+    outer.bindings.emplace_back(trip_var, trip);
+
+    auto body = std::make_shared<compiler::Function>();
+    body->name = "scan_body";
+    scopes_.emplace_back();
+    Expr iter = compiler::make_var("i", compiler::tensor_type(vm::DType::kInt64, {}));
+    Expr cond = compiler::make_var("cond", compiler::tensor_type(vm::DType::kBool, {}));
+    body->params = {iter, cond};
+    for (size_t s = 0; s < states; ++s) {
+      const auto& in = g.input(static_cast<int>(s));
+      Expr v = compiler::make_var(in.name(), value_type(in, where + " body input " + in.name()));
+      define(in.name(), v);
+      body->params.push_back(v);
+    }
+    Block prologue;
+    for (size_t k = 0; k < static_cast<size_t>(num_scan_inputs); ++k) {
+      Expr index = iter;
+      if (k < directions.size() && directions[k] == 1) {  // reverse: n - 1 - i
+        index = compiler::make_call("Sub",
+                                    {compiler::make_call("Sub", {trip_var, i64_scalar(1)}), iter});
+      }
+      const auto& in = g.input(static_cast<int>(states + k));
+      bind(prologue, in.name(),
+           compiler::make_call("Gather", {form.inputs[states + k], index}, {{"axis", axis_of(k)}}));
+    }
+    // The body graph's lets follow the prologue's; its outputs (states'..., scans...) become
+    // (cond, states'..., scans...).
+    Expr inner = block(g, true);
+    while (inner.kind() == compiler::ExprKind::kLet) {
+      prologue.bindings.emplace_back(inner->operands[0], inner->operands[1]);
+      inner = inner->operands[2];
+    }
+    std::vector<Expr> fields{cond};
+    fields.insert(fields.end(), inner->operands.begin(), inner->operands.end());
+    Expr result = compiler::make_tuple(fields);
+    for (auto it = prologue.bindings.rbegin(); it != prologue.bindings.rend(); ++it) {
+      result = compiler::make_let(it->first, it->second, result);
+    }
+    body->body = result;
+    scopes_.pop_back();
+    std::vector<Expr> init(form.inputs.begin(), form.inputs.begin() + static_cast<int64_t>(states));
+    return compiler::make_loop(trip_var, Expr(), init, body,
+                               g.output_size() - static_cast<int64_t>(states));
+  }
+
+  static Expr i64_scalar(int64_t v) {
+    return compiler::make_constant(
+        vm::Tensor::from_vector(std::vector<int64_t>{v}, {}, vm::DType::kInt64));
+  }
+
+  compiler::Module* module_;
+  int64_t opset_;
+  const ImportOptions& options_;
+  std::vector<std::map<std::string, Expr>> scopes_;
+  std::set<std::string> used_dim_options_;
+};
+
+}  // namespace
+
+compiler::Module import_onnx_bytes(std::string_view bytes, const std::string& name,
+                                   const ImportOptions& options) {
+  onnx::ModelProto model;
+  if (bytes.size() > kMaxModelBytes ||
+      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    user_error(name, ": not an ONNX model (the protobuf does not parse)");
+  }
+  if (!model.has_graph()) user_error(name, ": the model has no graph");
+  int64_t opset = -1;
+  for (const auto& o : model.opset_import()) {
+    if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
+  }
+  if (opset < 0) user_error(name, ": the model imports no opset of the default ONNX domain");
+  compiler::Module module;
+  GraphImporter importer(&module, opset, options);
+  try {
+    module.functions.push_back(importer.main(model.graph()));
+  } catch (const UserError& e) {
+    user_error(name, ": ", e.what());
+  }
+  return module;
+}
+
+compiler::Module import_onnx_file(const std::string& path, const ImportOptions& options) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) user_error(path, ": cannot open the file");
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return import_onnx_bytes(buffer.str(), path, options);
+}
+
+}  // namespace dynvm::frontends::onnx_import

@@ -1,0 +1,121 @@
+// Supported operators and opset normalization (see normalize.h).
+#include "frontends/onnx/normalize.h"
+
+#include <set>
+
+#include "vm/error.h"
+
+namespace dynvm::frontends::onnx_import {
+namespace {
+
+// The opsets whose operator semantics the normalizer knows.
+constexpr int64_t kOldestOpset = 7;
+constexpr int64_t kNewestOpset = 21;
+
+const std::set<std::string>& supported_ops() {
+  static const std::set<std::string> ops = {
+      // elementwise math, logic, comparison, activations
+      "Abs", "Acos", "Add", "And", "Asin", "Atan", "Ceil", "Clip", "Cos", "Div", "Elu", "Equal",
+      "Erf", "Exp", "Floor", "Greater", "GreaterOrEqual", "HardSigmoid", "HardSwish", "LeakyRelu",
+      "Less", "LessOrEqual", "Log", "Max", "Min", "Mod", "Mul", "Neg", "Not", "Or", "Pow", "PRelu",
+      "Reciprocal", "Relu", "Round", "Selu", "Sigmoid", "Sign", "Sin", "Softplus", "Sqrt", "Sub",
+      "Sum", "Tanh", "Where", "Xor", "Cast",
+      // reductions and normalizations
+      "ArgMax", "ArgMin", "ReduceL1", "ReduceL2", "ReduceLogSumExp", "ReduceMax", "ReduceMean",
+      "ReduceMin", "ReduceProd", "ReduceSum", "Softmax", "LogSoftmax", "LayerNormalization",
+      "BatchNormalization",
+      // linear algebra, convolution, pooling
+      "MatMul", "Gemm", "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool",
+      "GlobalMaxPool",
+      // data movement and shapes
+      "Concat", "Constant", "ConstantOfShape", "CumSum", "Expand", "Flatten", "Gather",
+      "GatherElements", "Identity", "Dropout", "Pad", "Range", "Reshape", "Resize", "Shape", "Size",
+      "Slice", "Split", "Squeeze", "Tile", "Transpose", "Unsqueeze",
+      // control flow and recurrences
+      "If", "Loop", "Scan", "LSTM", "GRU", "RNN"};
+  return ops;
+}
+
+compiler::Expr i64_constant(const std::vector<int64_t>& values) {
+  return compiler::make_constant(
+      vm::Tensor::from_vector(values, {static_cast<int64_t>(values.size())}, vm::DType::kInt64));
+}
+
+compiler::Expr f32_scalar(double value) {
+  return compiler::make_constant(vm::Tensor::from_vector(
+      std::vector<float>{static_cast<float>(value)}, {}, vm::DType::kFloat32));
+}
+
+// Moves attribute `name` (ints) to input `index` (padding with absent inputs). Absent
+// attribute: the input stays absent unless `required`.
+void attr_to_input(NodeForm& node, const std::string& name, size_t index, bool required,
+                   const std::string& where) {
+  auto it = node.attrs.find(name);
+  if (it == node.attrs.end()) {
+    if (required) user_error(where, ": attribute '", name, "' is required at this opset");
+    return;
+  }
+  const auto* ints = std::get_if<std::vector<int64_t>>(&it->second);
+  if (ints == nullptr) user_error(where, ": attribute '", name, "' must be a list of ints");
+  while (node.inputs.size() < index) node.inputs.push_back(absent_input());
+  compiler::Expr input = i64_constant(*ints);
+  if (node.inputs.size() == index) {
+    node.inputs.push_back(input);
+  } else {
+    node.inputs[index] = input;
+  }
+  node.attrs.erase(it);
+}
+
+}  // namespace
+
+compiler::Expr absent_input() { return compiler::make_tuple({}); }
+
+void check_supported(const std::string& op, int64_t opset, const std::string& where) {
+  if (opset < kOldestOpset || opset > kNewestOpset) {
+    user_error(where, ": opset ", opset, " is outside what dynvm supports (", kOldestOpset, "..",
+               kNewestOpset, ")");
+  }
+  if (!supported_ops().count(op)) user_error(where, ": operator ", op, " is not supported");
+}
+
+void normalize(NodeForm& node, int64_t opset, const std::string& where) {
+  const std::string& op = node.op;
+  if ((op == "Squeeze" || op == "Unsqueeze") && opset < 13) {
+    attr_to_input(node, "axes", 1, op == "Unsqueeze", where);
+  } else if (op == "ReduceSum" && opset < 13) {
+    attr_to_input(node, "axes", 1, false, where);
+  } else if (op.rfind("Reduce", 0) == 0 && op != "ReduceSum" && opset < 18) {
+    attr_to_input(node, "axes", 1, false, where);
+  } else if (op == "Split" && opset < 13) {
+    attr_to_input(node, "split", 1, false, where);
+  } else if (op == "Slice" && opset < 10) {
+    attr_to_input(node, "starts", 1, true, where);
+    attr_to_input(node, "ends", 2, true, where);
+    attr_to_input(node, "axes", 3, false, where);
+  } else if (op == "Pad" && opset < 11) {
+    attr_to_input(node, "pads", 1, true, where);
+    double value = compiler::attr_float(node.attrs, "value", 0.0, where);
+    node.attrs.erase("value");
+    node.inputs.push_back(f32_scalar(value));  // legacy Pad is float-only
+  } else if (op == "Clip" && opset < 11) {
+    // Legacy Clip is float-only; its bounds become f32 scalar inputs.
+    double lo = compiler::attr_float(node.attrs, "min", -3.4028234663852886e38, where);
+    double hi = compiler::attr_float(node.attrs, "max", 3.4028234663852886e38, where);
+    node.attrs.erase("min");
+    node.attrs.erase("max");
+    node.inputs.push_back(f32_scalar(lo));
+    node.inputs.push_back(f32_scalar(hi));
+  } else if ((op == "Softmax" || op == "LogSoftmax") && opset < 13) {
+    node.attrs["coerce_to_2d"] = int64_t{1};
+    if (!node.attrs.count("axis")) node.attrs["axis"] = int64_t{1};  // the old default
+  } else if (op == "Resize" && opset < 11) {
+    // (X, scales) -> (X, roi, scales); Resize-10 maps output to input coordinates as
+    // x / scale and takes the floor for nearest.
+    if (node.inputs.size() == 2) node.inputs.insert(node.inputs.begin() + 1, absent_input());
+    node.attrs["coordinate_transformation_mode"] = std::string("asymmetric");
+    node.attrs["nearest_mode"] = std::string("floor");
+  }
+}
+
+}  // namespace dynvm::frontends::onnx_import

@@ -1,0 +1,195 @@
+// The ONNX importer: fixture models (fixtures/make_models.py) imported and printed as IR
+// text that was checked by hand against the models; one-line errors for unsupported
+// operators, domains, corrupt and missing files and unknown --dim names; and the two real
+// models (scripts/fetch-models.sh, found in DYNVM_MODELS_DIR): every If, Loop-free LSTM,
+// Conv and MatMul node arrives, and their full text reparses to the same text.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <map>
+
+#include "compiler/ir/parser.h"
+#include "compiler/ir/printer.h"
+#include "frontends/onnx/importer.h"
+#include "tests/support/expect_user_error.h"
+
+namespace dynvm::frontends::onnx_import {
+namespace {
+
+std::string fixture(const std::string& name) {
+  return std::string(DYNVM_ONNX_FIXTURES) + "/" + name;
+}
+
+std::string imported(const std::string& name, const ImportOptions& options = {}) {
+  return compiler::print_module(import_onnx_file(fixture(name), options));
+}
+
+TEST(OnnxImport, NestedIfReadsOuterValues) {
+  EXPECT_EQ(imported("nested_if.onnx"), R"(dim n: 0..
+
+fn @main(%x: f32[n], %a: bool[], %b: bool[]) -> (f32[n],) {
+  %y = if %a {
+    %y1 = if %b {
+      %r = Relu(%x)
+      return %r
+    } else {
+      %ng = Neg(%x)
+      return %ng
+    }
+    return %y1
+  } else {
+    %e = Exp(%x)
+    return %e
+  }
+  return (%y,)
+}
+)");
+}
+
+TEST(OnnxImport, LoopCarriesValuesAndStacksScanOutputs) {
+  EXPECT_EQ(imported("loop.onnx"), R"(dim n: 0..
+dim t: 0..
+
+fn @main(%x: f32[n], %trips: i64[], %go: bool[]) -> (f32[n], f32[t, n]) {
+  %the_loop_outputs = loop(max_trip=%trips, cond=%go, %x) scan_outputs=1 fn(%i: i64[], %cond_in: bool[], %acc_in: f32[n]) {
+    %acc_out = Add(%acc_in, %x)
+    %cond_out = Identity(%cond_in)
+    %sq = Mul(%acc_out, %acc_out)
+    return (%cond_out, %acc_out, %sq)
+  }
+  %final = %the_loop_outputs.0
+  %stacked = %the_loop_outputs.1
+  return (%final, %stacked)
+}
+)");
+}
+
+TEST(OnnxImport, ScanBecomesALoopOverItsAxis) {
+  EXPECT_EQ(imported("scan.onnx"), R"(dim len: 0..
+
+fn @main(%init: f32[4], %x: f32[len, 4]) -> (f32[4], f32[len, 4]) {
+  %scan_trips = Gather(Shape(%x), const(i64[], [0])) {axis=0}
+  %last_outputs = loop(max_trip=%scan_trips, cond=none, %init) scan_outputs=1 fn(%i: i64[], %cond: bool[], %s_in: f32[4]) {
+    %row = Gather(%x, %i) {axis=0}
+    %s_out = Add(%s_in, %row)
+    %out_row = Identity(%s_out)
+    return (%cond, %s_out, %out_row)
+  }
+  %last = %last_outputs.0
+  %rows = %last_outputs.1
+  return (%last, %rows)
+}
+)");
+}
+
+// Opset 9 attributes become the inputs of the newest forms.
+TEST(OnnxImport, LegacyOpsetFormsAreNormalized) {
+  ImportOptions options;
+  options.dims["batch"] = {1, 64};
+  EXPECT_EQ(imported("legacy_ops.onnx", options), R"(dim batch: 1..64
+
+fn @main(%x: f32[batch, 8]) -> (f32[batch, 6],) {
+  %u = Unsqueeze(%x, const(i64[1], [0]))
+  %s = Squeeze(%u, const(i64[1], [0]))
+  %sl = Slice(%s, const(i64[1], [1]), const(i64[1], [-1]), const(i64[1], [1]))
+  %c = Clip(%sl, const(f32[], [-1]), const(f32[], [1]))
+  %y = Softmax(%c) {axis=1, coerce_to_2d=1}
+  return (%y,)
+}
+)");
+}
+
+TEST(OnnxImport, ErrorsAreOneLineNamingTheNode) {
+  EXPECT_USER_ERROR(import_onnx_file(fixture("unsupported.onnx")),
+                    "unsupported.onnx: node 'nz' (NonZero, opset 16): operator NonZero is not "
+                    "supported");
+  EXPECT_USER_ERROR(
+      import_onnx_file(fixture("custom_domain.onnx")),
+      "node #0 (FusedGelu, opset 16): operator domain 'com.example' is not supported");
+  EXPECT_USER_ERROR(import_onnx_file(fixture("no_such_model.onnx")), "cannot open the file");
+  EXPECT_USER_ERROR(import_onnx_bytes("this is not a protobuf", "junk.onnx"),
+                    "junk.onnx: not an ONNX model");
+  ImportOptions unknown_dim;
+  unknown_dim.dims["seq"] = {1, 8};
+  EXPECT_USER_ERROR(import_onnx_file(fixture("legacy_ops.onnx"), unknown_dim),
+                    "--dim seq: the model has no symbolic dim of that name (its dims: batch)");
+}
+
+// Every prefix of a valid model is either imported or refused with a UserError.
+TEST(OnnxImport, TruncatedModelsAreRefusedNotCrashed) {
+  std::ifstream in(fixture("loop.onnx"), std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 100u);
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    try {
+      import_onnx_bytes(std::string_view(bytes).substr(0, n), "cut.onnx");
+    } catch (const UserError&) {
+    }
+  }
+}
+
+// ---- the real models ----
+
+std::string model(const std::string& name) {
+  const char* dir = std::getenv("DYNVM_MODELS_DIR");
+  std::string path = std::string(dir != nullptr ? dir : DYNVM_DEFAULT_MODELS_DIR) + "/" + name;
+  if (!std::filesystem::exists(path)) {
+    ADD_FAILURE() << path << " is missing: run scripts/fetch-models.sh (make test does)";
+  }
+  return path;
+}
+
+// Counts calls by op (and If / Loop nodes) everywhere, nested bodies included.
+void count(const compiler::Expr& e, std::map<std::string, int>* counts) {
+  if (!e.defined()) return;
+  if (e.kind() == compiler::ExprKind::kCall) ++(*counts)[e->name];
+  if (e.kind() == compiler::ExprKind::kIf) ++(*counts)["<if>"];
+  if (e.kind() == compiler::ExprKind::kLoop) {
+    ++(*counts)["<loop>"];
+    count(e->body->body, counts);
+  }
+  for (const compiler::Expr& o : e->operands) count(o, counts);
+}
+
+TEST(OnnxImportRealModels, SileroVadKeepsItsNestedIfsAndLstms) {
+  compiler::Module m = import_onnx_file(model("silero_vad_v5.onnx"));
+  std::map<std::string, int> counts;
+  count(m.functions[0]->body, &counts);
+  // The model's node counts (python3-onnx), Constants aside.
+  EXPECT_EQ(counts["<if>"], 25);
+  EXPECT_EQ(counts["LSTM"], 4);
+  EXPECT_EQ(counts["Conv"], 12);
+  EXPECT_EQ(counts["Slice"], 60);
+  EXPECT_EQ(counts["Unsqueeze"], 46);
+  ASSERT_EQ(m.functions[0]->params.size(), 3u);
+  EXPECT_EQ(compiler::to_string(m.functions[0]->params[1].type()), "f32[2, state_1, 128]");
+  // The whole module, weights included, reads back to the same text.
+  compiler::PrintOptions full;
+  full.max_constant_elements = SIZE_MAX;
+  std::string text = compiler::print_module(m, full);
+  EXPECT_EQ(compiler::print_module(compiler::parse_module(text), full), text);
+}
+
+TEST(OnnxImportRealModels, PpOcrRecognizerImportsWithItsDynamicWidth) {
+  ImportOptions options;
+  options.dims["p2o.DynamicDimension.1"] = {8, 4096};
+  compiler::Module m = import_onnx_file(model("ppocrv4_rec.onnx"), options);
+  std::map<std::string, int> counts;
+  count(m.functions[0]->body, &counts);
+  EXPECT_EQ(counts["Conv"], 38);
+  EXPECT_EQ(counts["MatMul"], 13);
+  EXPECT_EQ(counts["Softmax"], 3);
+  EXPECT_EQ(compiler::to_string(m.functions[0]->params[0].type()),
+            "f32[p2o_DynamicDimension_0, 3, 48, p2o_DynamicDimension_1]");
+  const compiler::DimSymbol* w = m.find_dim("p2o_DynamicDimension_1");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->min, 8);
+  EXPECT_EQ(w->max, 4096);
+}
+
+}  // namespace
+}  // namespace dynvm::frontends::onnx_import
