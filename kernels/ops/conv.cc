@@ -1,0 +1,366 @@
+// Convolution builders and conv's register-tiled schedule template (see conv.h).
+#include "kernels/ops/conv.h"
+
+#include <algorithm>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "kernels/arith/simplify.h"
+#include "kernels/ops/schedules.h"
+#include "kernels/ops/window.h"
+#include "vm/error.h"
+
+namespace dynvm::ops {
+namespace {
+
+using te::Indices;
+using te::TensorRef;
+
+// Channels, groups and the window of a conv or conv_transpose, checked.
+struct ConvGeometry {
+  size_t rank = 0;  // spatial dims: 1 or 2
+  Window window;
+  int64_t groups = 1;
+  int64_t c_in = 0, c_out = 0;
+  int64_t c_in_per_group = 0, c_out_per_group = 0;
+};
+
+// What both builders check alike; `transpose` reads w as [C_in, C_out/groups, k...].
+ConvGeometry conv_geometry(const std::string& op, const TensorType& x, const TensorType& w,
+                           const std::optional<TensorType>& bias, const ConvAttrs& attrs,
+                           bool transpose) {
+  check_float_input(x, op, "X");
+  if (x.shape.size() != 3 && x.shape.size() != 4) {
+    user_error(op, ": X must be [N, C, W] or [N, C, H, W], got rank ", x.shape.size());
+  }
+  if (w.dtype != x.dtype) user_error(op, ": W's dtype differs from X's");
+  if (w.shape.size() != x.shape.size()) user_error(op, ": W must have X's rank");
+  ConvGeometry g;
+  g.rank = x.shape.size() - 2;
+  std::vector<int64_t> wd = constant_dims(w, 0, op, "W's dims");
+  g.c_in = constant_dims(TensorType{x.dtype, {x.shape[1]}}, 0, op, "X's channels")[0];
+  g.groups = attrs.groups;
+  if (g.groups < 1 || g.c_in % g.groups != 0) {
+    user_error(op, ": groups (", g.groups, ") must be >= 1 and divide C_in (", g.c_in, ")");
+  }
+  g.c_in_per_group = g.c_in / g.groups;
+  if (transpose) {
+    if (wd[0] != g.c_in) user_error(op, ": W's dim 0 (", wd[0], ") must be C_in (", g.c_in, ")");
+    g.c_out_per_group = wd[1];
+    g.c_out = wd[1] * g.groups;
+  } else {
+    if (wd[1] != g.c_in_per_group) {
+      user_error(op, ": W's dim 1 (", wd[1], ") must be C_in/groups (", g.c_in_per_group, ")");
+    }
+    if (wd[0] % g.groups != 0) {
+      user_error(op, ": groups (", g.groups, ") must divide C_out (", wd[0], ")");
+    }
+    g.c_out = wd[0];
+    g.c_out_per_group = wd[0] / g.groups;
+  }
+  if (g.c_out < 1) user_error(op, ": no output channels");
+  Window& win = g.window;
+  win.kernel.assign(wd.begin() + 2, wd.end());
+  for (int64_t k : win.kernel) {
+    if (k < 1) user_error(op, ": kernel sizes must be >= 1, got ", k);
+  }
+  win.strides = spatial_values(attrs.strides, g.rank, 1, 1, op, "strides");
+  win.pads = spatial_values(attrs.pads, 2 * g.rank, 0, 0, op, "pads");
+  win.dilations = spatial_values(attrs.dilations, g.rank, 1, 1, op, "dilations");
+  if (bias) {
+    if (bias->dtype != x.dtype) user_error(op, ": B's dtype differs from X's");
+    if (bias->shape.size() != 1 || !bias->shape[0].is_int_imm() ||
+        bias->shape[0].int_value() != g.c_out) {
+      user_error(op, ": B must be [", g.c_out, "]");
+    }
+  }
+  return g;
+}
+
+std::string op_name(const char* base, const ConvGeometry& g, vm::DType t) {
+  return base + std::to_string(g.rank) + "d_" + tir::to_string(tir::DataType{t, 1});
+}
+
+// A static output dim below 1 means the window does not fit the input at all.
+void check_output_dims(const std::string& op, const std::vector<arith::Expr>& shape) {
+  for (size_t d = 2; d < shape.size(); ++d) {
+    if (shape[d].is_int_imm() && shape[d].int_value() < 1) {
+      user_error(op, ": output dim ", d, " is ", shape[d].int_value(),
+                 " (window larger than input)");
+    }
+  }
+}
+
+// The largest of `options` that divides n, else 1.
+int64_t largest_divisor(int64_t n, std::initializer_list<int64_t> options) {
+  for (int64_t f : options) {
+    if (n % f == 0) return f;
+  }
+  return 1;
+}
+
+// A symbolic output width is computed in blocks of this many columns (one zmm of f32).
+constexpr int64_t kWidthMultiple = 16;
+
+std::vector<KnobSpec> conv_knobs(const ConvGeometry& g, const std::vector<arith::Expr>& out) {
+  // Defaults for AVX-512 f32: one zmm of output columns (wider blocks make LLVM split odd
+  // vector types and measured 2-8x slower) times 16 output channels keeps 16 accumulators
+  // in registers, each input vector reused 16 times; the weights are broadcast operands.
+  // A static width below 16 is taken whole.
+  int64_t oc_default = largest_divisor(g.c_out, {16, 8, 4, 2});
+  int64_t ow_default = kWidthMultiple;
+  const arith::Expr& ow = out.back();
+  if (ow.is_int_imm() && ow.int_value() < ow_default) ow_default = ow.int_value();
+  return {{"oc_block", {1, 2, 4, 8, 16}, oc_default},
+          {"ow_block", {4, 8, 16}, ow_default},
+          {"oh_block", {1, 2, 4}, 1},
+          {"unroll_kw", {0, 1}, 1},
+          reduction_knobs(out).front()};  // parallel
+}
+
+// The stages a conv instance schedules: `tiled` is the register-tiled convolution (the
+// output itself, or the rounded-width "Conv" stage), `acc` the reduction computed at its
+// tiles (null: cache_write makes one; set: the "Conv" stage a bias follows), `copy` the
+// output when it is a separate elementwise stage over `tiled`, `pad` the padded input.
+struct ConvStages {
+  TensorRef out, tiled, acc, copy, pad;
+};
+
+te::Schedule conv_schedule(const ConvStages& st, const std::vector<KnobSpec>& specs,
+                           const KnobValues& knobs) {
+  int64_t oc_block = knob_value(specs, knobs, "oc_block");
+  int64_t ow_block = knob_value(specs, knobs, "ow_block");
+  int64_t oh_block = knob_value(specs, knobs, "oh_block");
+  bool unroll_kw = knob_value(specs, knobs, "unroll_kw") != 0;
+  bool parallel = knob_value(specs, knobs, "parallel") != 0;
+  if (oc_block <= 0 || ow_block <= 0 || oh_block <= 0) {
+    user_error("conv: oc_block, ow_block and oh_block must be > 0");
+  }
+
+  te::Schedule s = te::create_schedule({st.out});
+  TensorRef acc = st.acc ? st.acc : s.cache_write(st.tiled, "local");
+  // The pad copy is a small fraction of the work; its clamped reads do not vectorize.
+  if (st.pad) schedule_injective(s, st.pad, 1, parallel);
+  if (st.copy) schedule_injective(s, st.copy, kWidthMultiple, parallel);
+
+  te::Stage& so = s[st.tiled];
+  const size_t rank = so.num_axes();
+  auto [oco, oci] = so.split(so.axis(1), oc_block);
+  auto [owo, owi] = so.split(so.axis(rank - 1), ow_block);
+  std::vector<te::IterVarRef> order{so.axis(0), oco};
+  te::IterVarRef rows, ohi;
+  if (rank == 4) std::tie(rows, ohi) = so.split(so.axis(2), oh_block);
+  if (rank == 4) order.push_back(rows);
+  order.insert(order.end(), {owo, oci});
+  if (rank == 4) order.push_back(ohi);
+  order.push_back(owi);
+  so.reorder(order);
+  so.vectorize(owi);
+  so.unroll(oci);
+  if (rank == 4) so.unroll(ohi);
+  if (parallel) {
+    // A fused loop whose inner extents are symbolic decomposes its index by them, and bound
+    // inference cannot prove the accumulator's region in range there: guarded updates stay
+    // in memory (measured 10x slower). So a static output fuses (n, oc block, row) into one
+    // parallel loop; a symbolic one runs its rows (1-D: channel blocks) in parallel, inside
+    // the serial batch loop.
+    bool is_static = true;
+    for (const arith::Expr& d : so.tensor()->shape()) is_static &= d.is_int_imm();
+    if (is_static) {
+      te::IterVarRef outer = so.fuse(so.axis(0), oco);
+      if (rank == 4) outer = so.fuse(outer, rows);
+      so.parallel(outer);
+    } else {
+      so.parallel(rank == 4 ? rows : oco);
+    }
+  }
+
+  te::Stage& sa = s[acc];
+  sa.compute_at(so, owo);
+  std::vector<te::IterVarRef> acc_order;
+  for (size_t r = 0; r < sa.num_reduce_axes(); ++r) acc_order.push_back(sa.reduce_axis(r));
+  for (size_t d = 0; d < sa.num_axes(); ++d) acc_order.push_back(sa.axis(d));
+  sa.reorder(acc_order);
+  sa.vectorize(sa.axis(rank - 1));
+  sa.unroll(sa.axis(1));
+  if (rank == 4) sa.unroll(sa.axis(2));
+  if (unroll_kw) sa.unroll(sa.reduce_axis(sa.num_reduce_axes() - 1));
+  return s;
+}
+
+// Y = conv + bias[channel], or conv itself.
+TensorRef add_bias(const TensorRef& conv, const TensorRef& bias) {
+  if (!bias) return conv;
+  return te::compute("Y", conv->shape(), [&](const Indices& i) {
+    std::vector<arith::Expr> idx(i.begin(), i.end());
+    return te::read(conv, idx) + te::read(bias, {i[1]});
+  });
+}
+
+}  // namespace
+
+OpInstance conv(const TensorType& x, const TensorType& w, const std::optional<TensorType>& bias,
+                const ConvAttrs& attrs) {
+  const std::string op = "conv";
+  ConvGeometry g = conv_geometry(op, x, w, bias, attrs, false);
+  for (int64_t p : attrs.output_padding) {
+    if (p != 0) user_error("conv: output_padding is for conv_transpose");
+  }
+  const Window& win = g.window;
+  std::vector<arith::Expr> out_shape = {x.shape[0], arith::make_int(g.c_out)};
+  for (size_t d = 0; d < g.rank; ++d)
+    out_shape.push_back(window_output_dim(x.shape[2 + d], win, d));
+  check_output_dims(op, out_shape);
+
+  // A symbolic output width is computed rounded up to kWidthMultiple columns (the padded
+  // input gets the matching extra zeros) into a workspace, then copied out: every width
+  // block is then a full vector, where a symbolic tail would run scalar (measured 4x
+  // slower at width 56). Static widths keep their (vectorized, constant-length) tail.
+  const arith::Expr width = out_shape.back();
+  const bool round_width = !width.is_int_imm();
+  std::vector<arith::Expr> conv_shape = out_shape;
+  arith::Expr extra_input = arith::make_int(0);
+  if (round_width) {
+    conv_shape.back() = arith::simplify(
+        arith::floordiv(width + (kWidthMultiple - 1), kWidthMultiple) * kWidthMultiple);
+    extra_input = arith::simplify((conv_shape.back() - width) * win.strides.back());
+  }
+
+  TensorRef X = te::placeholder("X", x.shape, x.dtype);
+  TensorRef W = te::placeholder("W", w.shape, w.dtype);
+  TensorRef B = bias ? te::placeholder("B", bias->shape, bias->dtype) : nullptr;
+  TensorRef P = pad_spatial(X, win, 0.0, extra_input);
+  te::IterVar rc = te::reduce_axis(g.c_in_per_group, "rc");
+  std::vector<te::IterVar> rk;
+  for (size_t d = 0; d < g.rank; ++d)
+    rk.push_back(te::reduce_axis(win.kernel[d], "rk" + std::to_string(d)));
+  const bool separate_output = B || round_width;
+  TensorRef C = te::compute(separate_output ? "Conv" : "Y", conv_shape, [&](const Indices& i) {
+    arith::Expr c = rc.var;
+    if (g.groups > 1) c = arith::floordiv(i[1], g.c_out_per_group) * g.c_in_per_group + c;
+    std::vector<arith::Expr> xi = {i[0], c};
+    std::vector<arith::Expr> wi = {i[1], rc.var};
+    std::vector<te::IterVar> axes = {rc};
+    for (size_t d = 0; d < g.rank; ++d) {
+      xi.push_back(i[2 + d] * win.strides[d] + rk[d].var * win.dilations[d]);
+      wi.push_back(rk[d].var);
+      axes.push_back(rk[d]);
+    }
+    return te::sum(te::read(P, xi) * te::read(W, wi), axes);
+  });
+  TensorRef Y = C;
+  if (separate_output) {
+    Y = te::compute("Y", out_shape, [&](const Indices& i) {
+      std::vector<arith::Expr> idx(i.begin(), i.end());
+      tir::Expr y = te::read(C, idx);
+      return B ? y + te::read(B, {i[1]}) : y;
+    });
+  }
+
+  OpInstance inst;
+  inst.name = op_name("conv", g, x.dtype);
+  inst.inputs = {X, W};
+  if (B) inst.inputs.push_back(B);
+  inst.outputs = {Y};
+  inst.knobs = conv_knobs(g, out_shape);
+  ConvStages stages;
+  stages.out = Y;
+  stages.pad = P == X ? nullptr : P;
+  if (round_width) {
+    stages.tiled = C;  // at the root, into a workspace; Y copies (and adds the bias)
+    stages.copy = Y;
+  } else {
+    stages.tiled = Y;
+    if (B) stages.acc = C;  // computed at Y's tiles, the bias added when storing
+  }
+  inst.schedule = [stages, specs = inst.knobs](const KnobValues& knobs) {
+    return conv_schedule(stages, specs, knobs);
+  };
+  return inst;
+}
+
+OpInstance conv_transpose(const TensorType& x, const TensorType& w,
+                          const std::optional<TensorType>& bias, const ConvAttrs& attrs) {
+  const std::string op = "conv_transpose";
+  ConvGeometry g = conv_geometry(op, x, w, bias, attrs, true);
+  const Window& win = g.window;
+  std::vector<int64_t> out_pad =
+      spatial_values(attrs.output_padding, g.rank, 0, 0, op, "output_padding");
+  std::vector<arith::Expr> out_shape = {x.shape[0], arith::make_int(g.c_out)};
+  for (size_t d = 0; d < g.rank; ++d) {
+    if (out_pad[d] >= std::max(win.strides[d], win.dilations[d])) {
+      user_error(op, ": output_padding must be below the stride or the dilation");
+    }
+    int64_t grow =
+        out_pad[d] + win.dilations[d] * (win.kernel[d] - 1) + 1 - win.pad_begin(d) - win.pad_end(d);
+    out_shape.push_back(arith::simplify((x.shape[2 + d] - 1) * win.strides[d] + grow));
+  }
+  check_output_dims(op, out_shape);
+
+  TensorRef X = te::placeholder("X", x.shape, x.dtype);
+  TensorRef W = te::placeholder("W", w.shape, w.dtype);
+  TensorRef B = bias ? te::placeholder("B", bias->shape, bias->dtype) : nullptr;
+  te::IterVar rc = te::reduce_axis(g.c_in_per_group, "rc");
+  std::vector<te::IterVar> rk;
+  for (size_t d = 0; d < g.rank; ++d)
+    rk.push_back(te::reduce_axis(win.kernel[d], "rk" + std::to_string(d)));
+  // Output position o meets input position i through kernel tap k when
+  // o + pad_begin = i*s + k*d: i = (o + pad_begin - k*d) / s when that divides and is in range.
+  TensorRef C = te::compute(B ? "Conv" : "Y", out_shape, [&](const Indices& i) {
+    arith::Expr group = arith::floordiv(i[1], g.c_out_per_group);
+    arith::Expr c = group * g.c_in_per_group + rc.var;
+    std::vector<arith::Expr> xi = {i[0], c};
+    std::vector<arith::Expr> wi = {c, arith::floormod(i[1], g.c_out_per_group)};
+    std::vector<te::IterVar> axes = {rc};
+    arith::Expr hit = arith::make_bool(true);
+    for (size_t d = 0; d < g.rank; ++d) {
+      int64_t s = win.strides[d];
+      arith::Expr t = i[2 + d] + win.pad_begin(d) - rk[d].var * win.dilations[d];
+      arith::Expr pos = arith::floordiv(t, s);
+      const arith::Expr& extent = x.shape[2 + d];
+      arith::Expr ok = arith::logical_and(arith::ge(t, 0), arith::lt(pos, extent));
+      if (s > 1) ok = arith::logical_and(ok, arith::eq(arith::floormod(t, s), 0));
+      hit = arith::logical_and(hit, ok);
+      xi.push_back(arith::max(arith::min(pos, extent - 1), 0));
+      wi.push_back(rk[d].var);
+      axes.push_back(rk[d]);
+    }
+    tir::Expr term = te::read(X, xi) * te::read(W, wi);
+    return te::sum(
+        tir::select(tir::index_value(hit, tir::boolean()), term, tir::make_const(term.type(), 0.0)),
+        axes);
+  });
+  TensorRef Y = add_bias(C, B);
+
+  OpInstance inst;
+  inst.name = op_name("conv_transpose", g, x.dtype);
+  inst.inputs = {X, W};
+  if (B) inst.inputs.push_back(B);
+  inst.outputs = {Y};
+  inst.knobs = reduction_knobs(out_shape);
+  inst.schedule = [Y, C, B, specs = inst.knobs](const KnobValues& knobs) {
+    te::Schedule s = te::create_schedule({Y});
+    bool parallel = knob_value(specs, knobs, "parallel") != 0;
+    int64_t unroll = knob_value(specs, knobs, "unroll");
+    if (!B) {
+      schedule_reduction(s, Y, parallel, unroll);
+      return s;
+    }
+    // One output element at a time: the reduction is computed where the bias is added.
+    te::Stage& so = s[Y];
+    te::IterVarRef rows = so.axis(0);
+    for (size_t d = 1; d + 1 < so.num_axes(); ++d) rows = so.fuse(rows, so.axis(d));
+    if (parallel) so.parallel(rows);
+    s[C].compute_at(so, so.axis(so.num_axes() - 1));
+    if (unroll > 1) {
+      te::Stage& sc = s[C];
+      auto [outer, inner] = sc.split(sc.reduce_axis(sc.num_reduce_axes() - 1), unroll);
+      sc.unroll(inner);
+    }
+    return s;
+  };
+  return inst;
+}
+
+}  // namespace dynvm::ops

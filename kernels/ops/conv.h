@@ -1,0 +1,53 @@
+// Convolutions, ONNX semantics, 1-D and 2-D: conv (NCW / NCHW input, OIW / OIHW weights) and
+// conv_transpose (weights [C_in, C_out/groups, k...]), with strides, pads, dilations,
+// groups (depthwise included) and an optional bias [C_out]. N and the spatial dims may be
+// symbolic; channels and kernel sizes must be constants (the schedule blocks them).
+//
+// conv's math reads a padded copy of the input (stage "Pad", zero outside, its reads
+// clamped into range because select evaluates both sides), so that the convolution itself
+// indexes affinely and its output-width loop vectorizes:
+//   Y[n, o, y, x] = sum_{c, ky, kx} Pad[n, g(o)*C/G + c, y*s + ky*d, x*s + kx*d] * W[o, c, ky, kx]
+// Default schedule (TVM's x86 conv2d idea, written like matmul's): the output is tiled by
+// oc_block output channels x ow_block output columns; a register accumulator (cache_write,
+// or the reduction stage when a bias follows) is computed at each tile with loops
+// (c, ky, kx, o, x): x vectorized, o unrolled, so that each step is one (strided) vector
+// load of the input row plus oc_block broadcast FMAs. A static output runs (n, oc-block,
+// row) fused in parallel; a symbolic one its rows. A symbolic output width is computed
+// rounded up to 16 columns into a workspace (the Pad stage gets the extra zeros) and copied
+// out, so that no width tail runs scalar.
+// Knobs: oc_block (default 16, or the largest power of two dividing C_out), ow_block (16,
+// one zmm; candidates divide 16), oh_block (output rows per tile, default 1: 2 and 4
+// measured no faster on the ResNet layer), unroll_kw (0/1), parallel (0/1).
+//
+// conv_transpose is the gather form (each output sums the inputs whose stride grid meets
+// it), with the reduction template: correct for every attribute set, not tuned.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "kernels/ops/op.h"
+
+namespace dynvm::ops {
+
+// Per spatial dim (empty: the ONNX defaults). pads are ONNX-ordered: every begin, then
+// every end ([h_begin, w_begin, h_end, w_end]).
+struct ConvAttrs {
+  std::vector<int64_t> strides;    // default 1
+  std::vector<int64_t> pads;       // default 0
+  std::vector<int64_t> dilations;  // default 1
+  int64_t groups = 1;
+  std::vector<int64_t> output_padding;  // conv_transpose only (default 0)
+};
+
+// x: [N, C, (H,) W], w: [M, C/groups, (kH,) kW], bias: [M] -> [N, M, (OH,) OW] with
+// OH = floordiv(H + pad_begin + pad_end - d*(kH-1) - 1, s) + 1.
+OpInstance conv(const TensorType& x, const TensorType& w, const std::optional<TensorType>& bias,
+                const ConvAttrs& attrs = {});
+
+// x: [N, C, (H,) W], w: [C, M/groups, (kH,) kW], bias: [M] -> [N, M, (OH,) OW] with
+// OH = s*(H-1) + output_padding + d*(kH-1) + 1 - pad_begin - pad_end.
+OpInstance conv_transpose(const TensorType& x, const TensorType& w,
+                          const std::optional<TensorType>& bias, const ConvAttrs& attrs = {});
+
+}  // namespace dynvm::ops

@@ -1,0 +1,36 @@
+// Pooling, ONNX semantics, 1-D and 2-D over NCW / NCHW inputs (N and the spatial dims may be
+// symbolic): max pool (pads never win: they read -inf; dilations), average pool
+// (count_include_pad, no dilations) and the global pools (reduce.h's max / mean over the
+// spatial dims, keepdims). ceil_mode is rejected with a UserError.
+//
+// Like conv (conv.h), a window reads a padded copy of the input (stage "Pad") so that its
+// indices are affine. Schedule: (n, c, row) fused in parallel, the output width split by
+// `vector_width` with a register accumulator computed at each block (reduce loops outside,
+// the width vectorized inside); average pool divides by the window's count when storing.
+// Knobs: vector_width {1,4,8,16}=8, parallel (injective_knobs).
+#pragma once
+
+#include <vector>
+
+#include "kernels/ops/op.h"
+
+namespace dynvm::ops {
+
+struct PoolAttrs {
+  std::vector<int64_t> kernel_shape;  // required, one per spatial dim
+  std::vector<int64_t> strides;       // default 1
+  std::vector<int64_t> pads;          // ONNX order (begins, then ends), default 0
+  std::vector<int64_t> dilations;     // max pool only, default 1
+  bool count_include_pad = false;     // average pool only
+  bool ceil_mode = false;             // unsupported: true is a UserError
+};
+
+// x: [N, C, (H,) W] -> [N, C, (OH,) OW], OH = floordiv(H + pads - d*(k-1) - 1, s) + 1.
+OpInstance max_pool(const TensorType& x, const PoolAttrs& attrs);
+OpInstance average_pool(const TensorType& x, const PoolAttrs& attrs);
+
+// x: [N, C, spatial...] -> [N, C, 1...].
+OpInstance global_max_pool(const TensorType& x);
+OpInstance global_average_pool(const TensorType& x);
+
+}  // namespace dynvm::ops

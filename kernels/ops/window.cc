@@ -1,0 +1,74 @@
+// Sliding-window geometry shared by conv and pool (see window.h).
+#include "kernels/ops/window.h"
+
+#include "kernels/arith/simplify.h"
+#include "vm/error.h"
+
+namespace dynvm::ops {
+
+std::vector<int64_t> spatial_values(const std::vector<int64_t>& values, size_t rank,
+                                    int64_t fallback, int64_t min_value, const std::string& op,
+                                    const char* what) {
+  if (values.empty()) return std::vector<int64_t>(rank, fallback);
+  if (values.size() != rank) {
+    user_error(op, ": ", what, " has ", values.size(), " values, want ", rank);
+  }
+  for (int64_t v : values) {
+    if (v < min_value) user_error(op, ": ", what, " must be >= ", min_value, ", got ", v);
+  }
+  return values;
+}
+
+arith::Expr window_output_dim(const arith::Expr& in, const Window& w, size_t d) {
+  int64_t span = w.dilations[d] * (w.kernel[d] - 1) + 1;
+  return arith::simplify(
+      arith::floordiv(in + (w.pad_begin(d) + w.pad_end(d) - span), w.strides[d]) + 1);
+}
+
+te::TensorRef pad_spatial(const te::TensorRef& x, const Window& w, double pad_value,
+                          const arith::Expr& extra_end) {
+  bool any = !extra_end.is_int_imm() || extra_end.int_value() != 0;
+  for (int64_t p : w.pads) any |= p != 0;
+  if (!any) return x;
+  const std::vector<arith::Expr>& in = x->shape();
+  std::vector<arith::Expr> shape = {in[0], in[1]};
+  for (size_t d = 0; d < w.rank(); ++d) {
+    arith::Expr extent = in[2 + d] + (w.pad_begin(d) + w.pad_end(d));
+    if (d + 1 == w.rank()) extent = arith::simplify(extent + extra_end);
+    shape.push_back(extent);
+  }
+  return te::compute("Pad", shape, [&](const te::Indices& i) {
+    std::vector<arith::Expr> idx = {i[0], i[1]};
+    arith::Expr inside = arith::make_bool(true);
+    for (size_t d = 0; d < w.rank(); ++d) {
+      arith::Expr pos = i[2 + d] - w.pad_begin(d);
+      const arith::Expr& extent = in[2 + d];
+      inside =
+          arith::logical_and(inside, arith::logical_and(arith::ge(pos, 0), arith::lt(pos, extent)));
+      idx.push_back(arith::max(arith::min(pos, extent - 1), 0));
+    }
+    tir::Expr v = te::read(x, idx);
+    return tir::select(tir::index_value(inside, tir::boolean()), v,
+                       tir::make_const(v.type(), pad_value));
+  });
+}
+
+std::vector<int64_t> constant_dims(const TensorType& t, size_t first, const std::string& op,
+                                   const char* what) {
+  std::vector<int64_t> out;
+  for (size_t d = first; d < t.shape.size(); ++d) {
+    if (!t.shape[d].is_int_imm()) {
+      user_error(op, ": ", what, " must be constant (symbolic dim ", d, ")");
+    }
+    out.push_back(t.shape[d].int_value());
+  }
+  return out;
+}
+
+void check_float_input(const TensorType& t, const std::string& op, const char* what) {
+  if (t.dtype != vm::DType::kFloat32 && t.dtype != vm::DType::kFloat64) {
+    user_error(op, ": ", what, " must be f32 or f64, got ", vm::dtype_name(t.dtype));
+  }
+}
+
+}  // namespace dynvm::ops

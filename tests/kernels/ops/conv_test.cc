@@ -1,0 +1,359 @@
+// conv and conv_transpose compiled for the host, against plain double loops: 1-D and 2-D,
+// symbolic N/H/W (one kernel called at several sizes) and static shapes, strides 1/2,
+// dilation 2, groups 1/2/depthwise, asymmetric pads, bias, non-default knobs; conv_transpose
+// with stride 2 + output_padding, checked against a scatter-form reference (the kernel
+// gathers). The builders' rejections of symbolic channels and bad attributes.
+#include "kernels/ops/conv.h"
+
+#include <algorithm>
+
+#include "tests/kernels/ops/op_test_util.h"
+#include "tests/support/expect_user_error.h"
+
+namespace dynvm::ops::testing {
+namespace {
+
+// A conv's attributes lifted to 2-D: a 1-D op is H = 1 with a one-tap kernel.
+struct Attrs2d {
+  int64_t sh = 1, sw = 1, ph0 = 0, pw0 = 0, ph1 = 0, pw1 = 0, dh = 1, dw = 1, oph = 0, opw = 0;
+  int64_t groups = 1;
+};
+
+Attrs2d lift(const ConvAttrs& a, size_t rank) {
+  auto get = [](const std::vector<int64_t>& v, size_t i, int64_t fallback) {
+    return v.empty() ? fallback : v[i];
+  };
+  Attrs2d r;
+  r.groups = a.groups;
+  if (rank == 2) {
+    r.sh = get(a.strides, 0, 1), r.sw = get(a.strides, 1, 1);
+    r.ph0 = get(a.pads, 0, 0), r.pw0 = get(a.pads, 1, 0);
+    r.ph1 = get(a.pads, 2, 0), r.pw1 = get(a.pads, 3, 0);
+    r.dh = get(a.dilations, 0, 1), r.dw = get(a.dilations, 1, 1);
+    r.oph = get(a.output_padding, 0, 0), r.opw = get(a.output_padding, 1, 0);
+  } else {
+    r.sw = get(a.strides, 0, 1);
+    r.pw0 = get(a.pads, 0, 0), r.pw1 = get(a.pads, 1, 0);
+    r.dw = get(a.dilations, 0, 1);
+    r.opw = get(a.output_padding, 0, 0);
+  }
+  return r;
+}
+
+// [N, C, W] -> [N, C, 1, W]; 4-D shapes unchanged.
+vm::Shape as_2d(const vm::Shape& s) { return s.size() == 4 ? s : vm::Shape{s[0], s[1], 1, s[2]}; }
+// The inverse for outputs of a 1-D op.
+vm::Shape like_rank(const vm::Shape& s4, size_t rank) {
+  return rank == 2 ? s4 : vm::Shape{s4[0], s4[1], s4[3]};
+}
+
+struct Result {
+  vm::Shape shape;  // 2-D
+  std::vector<double> values;
+};
+
+// Y[n, m, oh, ow] = b[m] + sum_{c, kh, kw} x[n, g*C/G + c, oh*s - p + kh*d, ...] w[m, c, kh, kw].
+Result conv_ref(const vm::Tensor& x, vm::Shape xs, const vm::Tensor& w, vm::Shape ws,
+                const vm::Tensor* b, const Attrs2d& a) {
+  xs = as_2d(xs), ws = as_2d(ws);
+  const int64_t n = xs[0], c = xs[1], h = xs[2], wd = xs[3];
+  const int64_t m = ws[0], cig = ws[1], kh = ws[2], kw = ws[3], mog = m / a.groups;
+  const int64_t oh = (h + a.ph0 + a.ph1 - a.dh * (kh - 1) - 1) / a.sh + 1;
+  const int64_t ow = (wd + a.pw0 + a.pw1 - a.dw * (kw - 1) - 1) / a.sw + 1;
+  Result r{{n, m, oh, ow}, {}};
+  for (int64_t in = 0; in < n; ++in)
+    for (int64_t im = 0; im < m; ++im)
+      for (int64_t y = 0; y < oh; ++y)
+        for (int64_t xo = 0; xo < ow; ++xo) {
+          double acc = b ? at(*b, im) : 0.0;
+          for (int64_t ic = 0; ic < cig; ++ic)
+            for (int64_t ky = 0; ky < kh; ++ky)
+              for (int64_t kx = 0; kx < kw; ++kx) {
+                int64_t iy = y * a.sh - a.ph0 + ky * a.dh, ix = xo * a.sw - a.pw0 + kx * a.dw;
+                if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
+                int64_t ch = im / mog * cig + ic;
+                acc += at(x, ((in * c + ch) * h + iy) * wd + ix) *
+                       at(w, ((im * cig + ic) * kh + ky) * kw + kx);
+              }
+          r.values.push_back(acc);
+        }
+  return r;
+}
+
+// ConvTranspose by scattering every input element through every kernel tap.
+Result conv_transpose_ref(const vm::Tensor& x, vm::Shape xs, const vm::Tensor& w, vm::Shape ws,
+                          const vm::Tensor* b, const Attrs2d& a) {
+  xs = as_2d(xs), ws = as_2d(ws);
+  const int64_t n = xs[0], c = xs[1], h = xs[2], wd = xs[3];
+  const int64_t mog = ws[1], kh = ws[2], kw = ws[3], m = mog * a.groups, cig = c / a.groups;
+  const int64_t oh = a.sh * (h - 1) + a.oph + a.dh * (kh - 1) + 1 - a.ph0 - a.ph1;
+  const int64_t ow = a.sw * (wd - 1) + a.opw + a.dw * (kw - 1) + 1 - a.pw0 - a.pw1;
+  Result r{{n, m, oh, ow}, std::vector<double>(static_cast<size_t>(n * m * oh * ow), 0.0)};
+  for (int64_t in = 0; in < n; ++in)
+    for (int64_t ic = 0; ic < c; ++ic)
+      for (int64_t iy = 0; iy < h; ++iy)
+        for (int64_t ix = 0; ix < wd; ++ix)
+          for (int64_t j = 0; j < mog; ++j)
+            for (int64_t ky = 0; ky < kh; ++ky)
+              for (int64_t kx = 0; kx < kw; ++kx) {
+                int64_t y = iy * a.sh + ky * a.dh - a.ph0, xo = ix * a.sw + kx * a.dw - a.pw0;
+                if (y < 0 || y >= oh || xo < 0 || xo >= ow) continue;
+                int64_t om = ic / cig * mog + j;
+                r.values[static_cast<size_t>(((in * m + om) * oh + y) * ow + xo)] +=
+                    at(x, ((in * c + ic) * h + iy) * wd + ix) *
+                    at(w, ((ic * mog + j) * kh + ky) * kw + kx);
+              }
+  if (b) {
+    for (size_t i = 0; i < r.values.size(); ++i) {
+      r.values[i] += at(*b, static_cast<int64_t>(i) / (oh * ow) % m);
+    }
+  }
+  return r;
+}
+
+// One op of the library: how it was built, so that a check can rebuild its reference.
+struct ConvCase {
+  std::string symbol;
+  bool transpose = false;
+  TensorType x;  // possibly symbolic: only its rank and channels are used here
+  vm::Shape w;
+  bool bias = false;
+  ConvAttrs attrs;
+  KnobValues knobs;
+};
+
+OpInstance build(const ConvCase& c) {
+  TensorType w{kF32, dims(c.w)};
+  std::optional<TensorType> b;
+  if (c.bias) b = TensorType{kF32, dims({c.transpose ? c.w[1] * c.attrs.groups : c.w[0]})};
+  return c.transpose ? conv_transpose(c.x, w, b, c.attrs) : conv(c.x, w, b, c.attrs);
+}
+
+const arith::Var kN("n"), kH("h"), kW("w");
+
+// Every case, in one library (LLVM's O3 dominates the test's time).
+std::vector<ConvCase> cases() {
+  auto sym2 = [](int64_t c) { return TensorType{kF32, {kN, c, kH, kW}}; };
+  auto sym1 = [](int64_t c) { return TensorType{kF32, {kN, c, kW}}; };
+  auto fixed = [](const vm::Shape& s) { return TensorType{kF32, dims(s)}; };
+  return {
+      {"conv2d_3x3_pad1_bias_sym",
+       false,
+       sym2(3),
+       {8, 3, 3, 3},
+       true,
+       {{}, {1, 1, 1, 1}, {}, 1, {}},
+       {}},
+      {"conv2d_s2_asym_pads_sym",
+       false,
+       sym2(4),
+       {6, 4, 3, 2},
+       false,
+       {{2, 2}, {1, 0, 2, 1}, {}, 1, {}},
+       {}},
+      {"conv2d_knobs_sym",
+       false,
+       sym2(5),
+       {7, 5, 3, 3},
+       true,
+       {{1, 2}, {1, 1, 0, 2}, {}, 1, {}},
+       {{"oc_block", 4}, {"ow_block", 8}, {"oh_block", 2}, {"unroll_kw", 0}, {"parallel", 0}}},
+      {"conv2d_dil2_groups2",
+       false,
+       fixed({2, 4, 9, 11}),
+       {6, 2, 3, 3},
+       true,
+       {{}, {2, 1, 2, 1}, {2, 2}, 2, {}},
+       {}},
+      {"conv2d_depthwise_s2",
+       false,
+       fixed({1, 7, 17, 17}),
+       {7, 1, 3, 3},
+       true,
+       {{2, 2}, {1, 1, 1, 1}, {}, 7, {}},
+       {}},
+      {"conv2d_depthwise_mult2_sym",
+       false,
+       sym2(3),
+       {6, 1, 3, 3},
+       false,
+       {{}, {1, 1, 1, 1}, {}, 3, {}},
+       {}},
+      {"conv2d_1x1", false, fixed({1, 16, 7, 7}), {32, 16, 1, 1}, false, {}, {}},
+      {"conv2d_resnet_like",
+       false,
+       fixed({1, 16, 14, 14}),
+       {16, 16, 3, 3},
+       true,
+       {{}, {1, 1, 1, 1}, {}, 1, {}},
+       {}},
+      {"conv2d_static_width_tail",
+       false,
+       fixed({2, 8, 5, 37}),
+       {16, 8, 3, 3},
+       true,
+       {{}, {1, 1, 1, 1}, {}, 1, {}},
+       {}},
+      {"conv2d_static_row_blocks",
+       false,
+       fixed({1, 8, 7, 19}),
+       {12, 8, 3, 3},
+       false,
+       {{}, {0, 1, 2, 1}, {}, 1, {}},
+       {{"oh_block", 4}, {"oc_block", 8}}},
+      {"conv1d_s2_dil2_sym", false, sym1(5), {3, 5, 3}, true, {{2}, {1, 2}, {2}, 1, {}}, {}},
+      {"conv1d_groups_static",
+       false,
+       fixed({3, 4, 17}),
+       {8, 2, 5},
+       false,
+       {{}, {0, 3}, {}, 2, {}},
+       {}},
+      {"conv_t2d_s2_outpad",
+       true,
+       fixed({1, 4, 5, 7}),
+       {4, 3, 3, 3},
+       true,
+       {{2, 2}, {1, 1, 1, 1}, {}, 1, {1, 1}},
+       {}},
+      {"conv_t2d_groups_sym",
+       true,
+       sym2(4),
+       {4, 2, 3, 2},
+       false,
+       {{2, 1}, {0, 1, 1, 0}, {1, 2}, 2, {1, 0}},
+       {}},
+      {"conv_t1d_s3_sym", true, sym1(3), {3, 2, 4}, true, {{3}, {1, 2}, {}, 1, {2}}, {}},
+  };
+}
+
+// Builds only the named cases into one library: ctest runs each test in its own process,
+// and LLVM's O3 dominates the test's time.
+OpLibrary library(const std::vector<std::string>& symbols) {
+  std::vector<OpToBuild> ops;
+  for (const ConvCase& c : cases()) {
+    if (std::find(symbols.begin(), symbols.end(), c.symbol) != symbols.end()) {
+      ops.push_back({c.symbol, build(c), c.knobs});
+    }
+  }
+  return OpLibrary::build(ops);
+}
+
+// Runs the case named `symbol` on a random input of shape `xs`, checks every element.
+void check(const OpLibrary& lib, const std::string& symbol, const vm::Shape& xs,
+           std::mt19937& rng) {
+  for (const ConvCase& c : cases()) {
+    if (c.symbol != symbol) continue;
+    const size_t rank = c.x.shape.size() - 2;
+    vm::Tensor x = random_tensor(xs, kF32, rng);
+    vm::Tensor w = random_tensor(c.w, kF32, rng);
+    int64_t m = c.transpose ? c.w[1] * c.attrs.groups : c.w[0];
+    vm::Tensor b = random_tensor({m}, kF32, rng);
+    Attrs2d a = lift(c.attrs, rank);
+    Result want = c.transpose ? conv_transpose_ref(x, xs, w, c.w, c.bias ? &b : nullptr, a)
+                              : conv_ref(x, xs, w, c.w, c.bias ? &b : nullptr, a);
+    std::vector<vm::Tensor> inputs = {x, w};
+    if (c.bias) inputs.push_back(b);
+    vm::Tensor y = run_op(lib, symbol, inputs, like_rank(want.shape, rank), kF32);
+    // f32 sums of up to ~150 products of values in [-1, 1).
+    expect_close(y, want.values, 1e-4, 1e-5, symbol + " " + shape_name(xs));
+    return;
+  }
+  FAIL() << "no case " << symbol;
+}
+
+TEST(Convolutions, SymbolicConv2dOneKernelAtSeveralSizes) {
+  OpLibrary lib = library({"conv2d_3x3_pad1_bias_sym", "conv2d_s2_asym_pads_sym"});
+  std::mt19937 rng(21);
+  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 3, 1, 1}, {2, 3, 7, 17}, {1, 3, 17, 3}}) {
+    check(lib, "conv2d_3x3_pad1_bias_sym", s, rng);
+  }
+  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 4, 1, 2}, {2, 4, 7, 7}, {1, 4, 17, 9}}) {
+    check(lib, "conv2d_s2_asym_pads_sym", s, rng);
+  }
+}
+
+TEST(Convolutions, KnobsChangeTheScheduleNotTheValues) {
+  OpLibrary lib = library({"conv2d_knobs_sym"});
+  std::mt19937 rng(22);
+  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 5, 3, 1}, {2, 5, 9, 17}, {1, 5, 7, 33}}) {
+    check(lib, "conv2d_knobs_sym", s, rng);
+  }
+}
+
+TEST(Convolutions, DilationGroupsAndDepthwise) {
+  OpLibrary lib =
+      library({"conv2d_dil2_groups2", "conv2d_depthwise_s2", "conv2d_depthwise_mult2_sym"});
+  std::mt19937 rng(23);
+  check(lib, "conv2d_dil2_groups2", {2, 4, 9, 11}, rng);
+  check(lib, "conv2d_depthwise_s2", {1, 7, 17, 17}, rng);
+  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 3, 1, 1}, {2, 3, 7, 17}}) {
+    check(lib, "conv2d_depthwise_mult2_sym", s, rng);
+  }
+}
+
+TEST(Convolutions, StaticLayersWidthTailsAndRowBlocks) {
+  OpLibrary lib = library(
+      {"conv2d_1x1", "conv2d_resnet_like", "conv2d_static_width_tail", "conv2d_static_row_blocks"});
+  std::mt19937 rng(24);
+  check(lib, "conv2d_1x1", {1, 16, 7, 7}, rng);
+  check(lib, "conv2d_resnet_like", {1, 16, 14, 14}, rng);
+  check(lib, "conv2d_static_width_tail", {2, 8, 5, 37}, rng);
+  check(lib, "conv2d_static_row_blocks", {1, 8, 7, 19}, rng);
+}
+
+TEST(Convolutions, Conv1d) {
+  OpLibrary lib = library({"conv1d_s2_dil2_sym", "conv1d_groups_static"});
+  std::mt19937 rng(25);
+  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 5, 2}, {2, 5, 17}, {3, 5, 64}}) {
+    check(lib, "conv1d_s2_dil2_sym", s, rng);
+  }
+  check(lib, "conv1d_groups_static", {3, 4, 17}, rng);
+}
+
+TEST(Convolutions, ConvTransposeWithStrideAndOutputPadding) {
+  OpLibrary lib = library({"conv_t2d_s2_outpad", "conv_t2d_groups_sym", "conv_t1d_s3_sym"});
+  std::mt19937 rng(26);
+  check(lib, "conv_t2d_s2_outpad", {1, 4, 5, 7}, rng);
+  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 4, 1, 1}, {2, 4, 3, 7}, {1, 4, 7, 3}}) {
+    check(lib, "conv_t2d_groups_sym", s, rng);
+  }
+  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 3, 1}, {2, 3, 7}}) {
+    check(lib, "conv_t1d_s3_sym", s, rng);
+  }
+}
+
+TEST(ConvBuilders, OutputDimsAreArithExpressions) {
+  OpInstance op = conv({kF32, {kN, 3, kH, kW}}, {kF32, dims({8, 3, 3, 3})}, std::nullopt,
+                       {{2, 2}, {1, 1, 1, 1}, {}, 1, {}});
+  const std::vector<arith::Expr>& s = op.outputs[0]->shape();
+  ASSERT_EQ(s.size(), 4u);
+  EXPECT_TRUE(s[1].is_int_imm() && s[1].int_value() == 8);
+  EXPECT_TRUE(arith::uses_var(s[2], kH.id()));
+  EXPECT_TRUE(arith::uses_var(s[3], kW.id()));
+  EXPECT_EQ(op.name, "conv2d_f32");
+}
+
+TEST(ConvBuilders, RejectSymbolicChannelsAndBadAttributes) {
+  arith::Var c("c");
+  TensorType w{kF32, dims({8, 3, 3, 3})};
+  EXPECT_USER_ERROR(conv({kF32, {kN, c, kH, kW}}, w, std::nullopt),
+                    "X's channels must be constant");
+  EXPECT_USER_ERROR(conv({kF32, {kN, 3, kH, kW}}, {kF32, {8, 3, c, 3}}, std::nullopt),
+                    "W's dims must be constant");
+  EXPECT_USER_ERROR(conv({kF32, {kN, 4, kH, kW}}, w, std::nullopt), "must be C_in/groups");
+  EXPECT_USER_ERROR(conv({kF32, {kN, 3, kH, kW}}, w, std::nullopt, {{}, {}, {}, 2, {}}),
+                    "must be >= 1 and divide C_in");
+  EXPECT_USER_ERROR(conv({kF32, {kN, 3, kH, kW}}, w, std::nullopt, {{1}, {}, {}, 1, {}}),
+                    "strides has 1 values, want 2");
+  EXPECT_USER_ERROR(conv({kF32, dims({1, 3, 2, 2})}, w, std::nullopt), "window larger than input");
+  EXPECT_USER_ERROR(conv({kF32, {kN, 3, kH, kW}}, w, std::nullopt, {{}, {}, {}, 1, {1, 1}}),
+                    "output_padding is for conv_transpose");
+  EXPECT_USER_ERROR(conv({kI32, {kN, 3, kH, kW}}, w, std::nullopt), "must be f32 or f64");
+  EXPECT_USER_ERROR(conv_transpose({kF32, {kN, 3, kH, kW}}, {kF32, dims({3, 2, 3, 3})},
+                                   std::nullopt, {{2, 2}, {}, {}, 1, {2, 0}}),
+                    "output_padding must be below the stride");
+}
+
+}  // namespace
+}  // namespace dynvm::ops::testing
