@@ -185,9 +185,19 @@ class GraphImporter {
     } else {
       if (!graphs.empty()) user_error(where, ": unexpected graph attribute");
       normalize(form, opset_, where);
+      if (multi_output_call(n)) form.attrs["num_outputs"] = int64_t{n.output_size()};
       value = compiler::make_call(form.op, form.inputs, form.attrs);
     }
     bind_outputs(n, value, b, where);
+  }
+
+  // A call whose value is a tuple of its outputs: it has several, or it is an operator
+  // whose output count varies (the count goes into `num_outputs`, Split's own attribute
+  // since opset 18, which type inference reads for every operator).
+  static bool multi_output_call(const onnx::NodeProto& n) {
+    static const std::set<std::string> kVariadicOutputs = {"LSTM", "GRU", "RNN", "Split"};
+    if (n.op_type() == "If" || n.op_type() == "Loop" || n.op_type() == "Scan") return false;
+    return n.output_size() > 1 || kVariadicOutputs.count(n.op_type()) > 0;
   }
 
   // One output: bound directly. Several (and always for Loop and Scan, whose value is a
@@ -195,7 +205,8 @@ class GraphImporter {
   void bind_outputs(const onnx::NodeProto& n, const Expr& value, Block& b,
                     const std::string& where) {
     if (n.output_size() == 0) user_error(where, ": the node has no outputs");
-    bool tuple_valued = n.output_size() > 1 || n.op_type() == "Loop" || n.op_type() == "Scan";
+    bool tuple_valued = multi_output_call(n) || n.op_type() == "Loop" || n.op_type() == "Scan" ||
+                        (n.op_type() == "If" && n.output_size() > 1);
     if (!tuple_valued) {
       bind(b, n.output(0), value);
       return;

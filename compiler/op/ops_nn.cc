@@ -1,0 +1,290 @@
+// Type relations of the neural-network operators: MatMul / Gemm, Conv / ConvTranspose,
+// pooling, normalizations, Softmax, reductions, ArgMax / ArgMin, LSTM / GRU / RNN,
+// Resize and CumSum. Spatial output dims are arith expressions of the input dims, e.g.
+// `(w + 2 - 3) floordiv 2 + 1` simplified.
+#include <cmath>
+
+#include "compiler/op/families.h"
+#include "vm/error.h"
+
+namespace dynvm::compiler {
+namespace {
+
+using Facts = std::vector<ValueFacts>;
+
+Dim window_out(const OpContext& ctx, const Dim& in, int64_t kernel, int64_t stride,
+               int64_t dilation, int64_t pad_begin, int64_t pad_end, bool ceil_mode) {
+  Dim span = ctx.sub(ctx.add(in, Dim(pad_begin + pad_end)), Dim(dilation * (kernel - 1) + 1));
+  if (ceil_mode) span = ctx.add(span, Dim(stride - 1));
+  return ctx.add(ctx.floordiv(span, Dim(stride)), Dim(1));
+}
+
+// Spatial dims of a windowed op (Conv, pools) with ONNX's auto_pad / pads / strides /
+// dilations over the spatial axes of x (rank 2 + n).
+std::vector<Dim> window_dims(const OpContext& ctx, const std::vector<Dim>& x,
+                             const std::vector<int64_t>& kernel, bool ceil_mode) {
+  const size_t n = kernel.size();
+  if (x.size() != n + 2) ctx.fail("input rank ", x.size(), " does not match a ", n, "-D window");
+  std::vector<int64_t> strides = ctx.attr_ints("strides", std::vector<int64_t>(n, 1));
+  std::vector<int64_t> dilations = ctx.attr_ints("dilations", std::vector<int64_t>(n, 1));
+  std::vector<int64_t> pads = ctx.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
+  if (strides.size() != n || dilations.size() != n || pads.size() != 2 * n) {
+    ctx.fail("strides, dilations or pads do not match the ", n, " spatial dims");
+  }
+  std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
+  std::vector<Dim> out;
+  for (size_t k = 0; k < n; ++k) {
+    if (strides[k] < 1 || dilations[k] < 1) ctx.fail("strides and dilations must be positive");
+    const Dim& in = x[k + 2];
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      out.push_back(ctx.floordiv(ctx.add(in, Dim(strides[k] - 1)), Dim(strides[k])));
+    } else if (auto_pad == "VALID") {
+      out.push_back(window_out(ctx, in, kernel[k], strides[k], dilations[k], 0, 0, ceil_mode));
+    } else if (auto_pad == "NOTSET") {
+      out.push_back(window_out(ctx, in, kernel[k], strides[k], dilations[k], pads[k], pads[k + n],
+                               ceil_mode));
+    } else {
+      ctx.fail("unknown auto_pad '", auto_pad, "'");
+    }
+  }
+  return out;
+}
+
+std::vector<int64_t> const_dims(const OpContext& ctx, const std::vector<Dim>& dims, size_t begin,
+                                const char* what) {
+  std::vector<int64_t> out;
+  for (size_t k = begin; k < dims.size(); ++k) {
+    if (!dims[k].is_const()) ctx.fail(what, " must be static, got ", to_string(dims[k]));
+    out.push_back(dims[k].value());
+  }
+  return out;
+}
+
+Facts conv_op(OpContext& ctx) {
+  const std::vector<Dim>& x = ctx.dims(0);
+  const std::vector<Dim>& w = ctx.dims(1);
+  if (w.size() != x.size()) ctx.fail("weights rank ", w.size(), " != input rank ", x.size());
+  std::vector<int64_t> kernel = ctx.attr_ints("kernel_shape", const_dims(ctx, w, 2, "kernel size"));
+  std::vector<Dim> out{x[0], w[0]};
+  for (const Dim& d : window_dims(ctx, x, kernel, false)) out.push_back(d);
+  return {tensor_facts(ctx.dtype(0), out)};
+}
+
+Facts conv_transpose_op(OpContext& ctx) {
+  const std::vector<Dim>& x = ctx.dims(0);
+  const std::vector<Dim>& w = ctx.dims(1);
+  const size_t n = x.size() - 2;
+  std::vector<int64_t> kernel = ctx.attr_ints("kernel_shape", const_dims(ctx, w, 2, "kernel size"));
+  std::vector<int64_t> strides = ctx.attr_ints("strides", std::vector<int64_t>(n, 1));
+  std::vector<int64_t> dilations = ctx.attr_ints("dilations", std::vector<int64_t>(n, 1));
+  std::vector<int64_t> pads = ctx.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
+  std::vector<int64_t> output_padding = ctx.attr_ints("output_padding", std::vector<int64_t>(n, 0));
+  if (kernel.size() != n || strides.size() != n || pads.size() != 2 * n) {
+    ctx.fail("attributes do not match the ", n, " spatial dims");
+  }
+  int64_t group = ctx.attr_int("group", 1);
+  if (!w[1].is_const()) ctx.fail("weights' output channels must be static");
+  std::vector<Dim> out{x[0], Dim(w[1].value() * group)};
+  std::vector<int64_t> shape = ctx.attr_ints("output_shape", {});
+  for (size_t k = 0; k < n; ++k) {
+    if (!shape.empty()) {
+      out.emplace_back(shape[k]);
+      continue;
+    }
+    Dim d = ctx.mul(ctx.sub(x[k + 2], Dim(1)), Dim(strides[k]));
+    d = ctx.add(
+        d, Dim(output_padding[k] + (kernel[k] - 1) * dilations[k] + 1 - pads[k] - pads[k + n]));
+    out.push_back(d);
+  }
+  return {tensor_facts(ctx.dtype(0), out)};
+}
+
+Facts pool_op(OpContext& ctx) {
+  const std::vector<Dim>& x = ctx.dims(0);
+  std::vector<int64_t> kernel = ctx.attr_ints("kernel_shape", {});
+  if (kernel.empty()) ctx.fail("kernel_shape is required");
+  std::vector<Dim> out{x[0], x[1]};
+  for (const Dim& d : window_dims(ctx, x, kernel, ctx.attr_int("ceil_mode", 0) != 0))
+    out.push_back(d);
+  return {tensor_facts(ctx.dtype(0), out)};
+}
+
+Facts global_pool_op(OpContext& ctx) {
+  std::vector<Dim> out = ctx.dims(0);
+  if (out.size() < 3) ctx.fail("input must be [N, C, spatial...]");
+  for (size_t k = 2; k < out.size(); ++k) out[k] = Dim(1);
+  return {tensor_facts(ctx.dtype(0), out)};
+}
+
+// numpy matmul: 1-D operands are promoted and the added dim removed again; batch dims
+// broadcast.
+Facts matmul_op(OpContext& ctx) {
+  std::vector<Dim> a = ctx.dims(0), b = ctx.dims(1);
+  if (a.empty() || b.empty()) ctx.fail("MatMul operands must have rank >= 1");
+  if (ctx.dtype(0) != ctx.dtype(1)) ctx.fail("operands have different dtypes");
+  const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
+  if (a_vec) a.insert(a.begin(), Dim(1));
+  if (b_vec) b.push_back(Dim(1));
+  const Dim& ka = a[a.size() - 1];
+  const Dim& kb = b[b.size() - 2];
+  if (ka.is_const() && kb.is_const() && ka.value() != kb.value()) {
+    ctx.fail("inner dims differ: ", ka.value(), " and ", kb.value());
+  }
+  std::vector<Dim> batch = broadcast_dims(ctx, std::vector<Dim>(a.begin(), a.end() - 2),
+                                          std::vector<Dim>(b.begin(), b.end() - 2));
+  std::vector<Dim> out = batch;
+  if (!a_vec) out.push_back(a[a.size() - 2]);
+  if (!b_vec) out.push_back(b.back());
+  return {tensor_facts(ctx.dtype(0), out)};
+}
+
+Facts gemm_op(OpContext& ctx) {
+  const std::vector<Dim>& a = ctx.dims(0);
+  const std::vector<Dim>& b = ctx.dims(1);
+  if (a.size() != 2 || b.size() != 2) ctx.fail("A and B must be 2-D");
+  Dim m = ctx.attr_int("transA", 0) ? a[1] : a[0];
+  Dim n = ctx.attr_int("transB", 0) ? b[0] : b[1];
+  return {tensor_facts(ctx.dtype(0), {m, n})};
+}
+
+// Reductions: axes from the (constant) second input after normalization; all axes when
+// absent (unless noop_with_empty_axes).
+Facts reduce_op(OpContext& ctx) {
+  const std::vector<Dim>& x = ctx.dims(0);
+  std::vector<bool> reduced(x.size(), false);
+  std::optional<std::vector<int64_t>> axes;
+  if (ctx.has_input(1)) {
+    axes = ctx.const_ints(1);
+    if (!axes) ctx.fail("axes must be a constant");
+  }
+  if (!axes || axes->empty()) {
+    if (ctx.attr_int("noop_with_empty_axes", 0) == 0) reduced.assign(x.size(), true);
+  } else {
+    for (int64_t a : *axes) reduced[ctx.axis(a, x.size())] = true;
+  }
+  const bool keepdims = ctx.attr_int("keepdims", 1) != 0;
+  std::vector<Dim> out;
+  for (size_t k = 0; k < x.size(); ++k) {
+    if (!reduced[k]) {
+      out.push_back(x[k]);
+    } else if (keepdims) {
+      out.emplace_back(1);
+    }
+  }
+  return {tensor_facts(ctx.dtype(0), out)};
+}
+
+Facts arg_reduce_op(OpContext& ctx) {
+  std::vector<Dim> x = ctx.dims(0);
+  size_t axis = ctx.axis(ctx.attr_int("axis", 0), x.size());
+  if (ctx.attr_int("keepdims", 1) != 0) {
+    x[axis] = Dim(1);
+  } else {
+    x.erase(x.begin() + static_cast<int64_t>(axis));
+  }
+  return {tensor_facts(vm::DType::kInt64, x)};
+}
+
+Facts same_as_input(OpContext& ctx) { return {tensor_facts(ctx.dtype(0), ctx.dims(0))}; }
+
+Facts softmax_op(OpContext& ctx) {
+  ctx.axis(ctx.attr_int("axis", -1), ctx.rank(0));
+  return same_as_input(ctx);
+}
+
+Facts layer_norm_op(OpContext& ctx) {
+  const std::vector<Dim>& x = ctx.dims(0);
+  size_t axis = ctx.axis(ctx.attr_int("axis", -1), x.size());
+  Facts out{tensor_facts(ctx.dtype(0), x)};
+  std::vector<Dim> stats(x.begin(), x.begin() + static_cast<int64_t>(axis));
+  stats.resize(x.size(), Dim(1));
+  out.push_back(tensor_facts(vm::DType::kFloat32, stats));  // Mean
+  out.push_back(tensor_facts(vm::DType::kFloat32, stats));  // InvStdDev
+  return out;
+}
+
+// LSTM / GRU / RNN (layout 0): X [seq, batch, input] -> Y [seq, dirs, batch, hidden],
+// Y_h [dirs, batch, hidden] (and Y_c for LSTM).
+Facts recurrent_op(OpContext& ctx, int outputs) {
+  const std::vector<Dim>& x = ctx.dims(0);
+  if (x.size() != 3) ctx.fail("X must be 3-D");
+  if (ctx.attr_int("layout", 0) != 0) ctx.fail("layout 1 is not supported");
+  int64_t hidden = ctx.attr_int("hidden_size", -1);
+  if (hidden < 1) ctx.fail("hidden_size is required");
+  std::string direction = ctx.attr_string("direction", "forward");
+  int64_t dirs = direction == "bidirectional" ? 2 : 1;
+  if (direction != "forward" && direction != "reverse" && direction != "bidirectional") {
+    ctx.fail("unknown direction '", direction, "'");
+  }
+  Facts out{tensor_facts(ctx.dtype(0), {x[0], Dim(dirs), x[1], Dim(hidden)})};
+  for (int k = 1; k < outputs; ++k)
+    out.push_back(tensor_facts(ctx.dtype(0), {Dim(dirs), x[1], Dim(hidden)}));
+  return out;
+}
+
+Facts resize_op(OpContext& ctx) {
+  std::vector<Dim> x = ctx.dims(0);
+  if (ctx.has_input(3)) {
+    const auto& sizes = ctx.input(3).value;
+    if (!sizes || sizes->size() != x.size()) ctx.fail("sizes must be known, one per dim");
+    return {tensor_facts(ctx.dtype(0), *sizes)};
+  }
+  if (!ctx.has_input(2)) ctx.fail("needs scales or sizes");
+  const vm::Tensor& scales = ctx.input(2).constant;
+  if (!scales.defined() || scales.dtype() != vm::DType::kFloat32) {
+    ctx.fail("scales must be an f32 constant");
+  }
+  if (scales.numel() != static_cast<int64_t>(x.size())) {
+    ctx.fail("scales has ", scales.numel(), " entries for rank ", x.size());
+  }
+  // output = floor(d * scale): exact for integer scales and their reciprocals on
+  // symbolic dims, computed on static ones.
+  for (size_t k = 0; k < x.size(); ++k) {
+    const double s = scales.data_as<float>()[k];
+    if (!(s > 0)) ctx.fail("scale ", s, " must be positive");
+    if (x[k].is_const()) {
+      x[k] = Dim(static_cast<int64_t>(std::floor(static_cast<double>(x[k].value()) * s)));
+    } else if (s == std::floor(s)) {
+      x[k] = ctx.mul(x[k], Dim(static_cast<int64_t>(s)));
+    } else if (1.0 / s == std::floor(1.0 / s)) {
+      x[k] = ctx.floordiv(x[k], Dim(static_cast<int64_t>(1.0 / s)));
+    } else {
+      ctx.fail("scale ", s, " on the symbolic dim ", to_string(x[k]),
+               " (only integer scales and their reciprocals keep a symbolic dim exact)");
+    }
+  }
+  return {tensor_facts(ctx.dtype(0), x)};
+}
+
+}  // namespace
+
+void register_nn_ops() {
+  register_op({"Conv", ShapeRule::kFromInputDims, 2, 3, conv_op});
+  register_op({"ConvTranspose", ShapeRule::kFromInputDims, 2, 3, conv_transpose_op});
+  register_op({"MaxPool", ShapeRule::kFromInputDims, 1, 1, pool_op});
+  register_op({"AveragePool", ShapeRule::kFromInputDims, 1, 1, pool_op});
+  register_op({"GlobalAveragePool", ShapeRule::kFromInputDims, 1, 1, global_pool_op});
+  register_op({"GlobalMaxPool", ShapeRule::kFromInputDims, 1, 1, global_pool_op});
+  register_op({"MatMul", ShapeRule::kFromInputDims, 2, 2, matmul_op});
+  register_op({"Gemm", ShapeRule::kFromInputDims, 2, 3, gemm_op});
+  for (const char* op : {"ReduceL1", "ReduceL2", "ReduceLogSumExp", "ReduceMax", "ReduceMean",
+                         "ReduceMin", "ReduceProd", "ReduceSum"}) {
+    register_op({op, ShapeRule::kFromInputDims, 1, 2, reduce_op});
+  }
+  register_op({"ArgMax", ShapeRule::kFromInputDims, 1, 1, arg_reduce_op});
+  register_op({"ArgMin", ShapeRule::kFromInputDims, 1, 1, arg_reduce_op});
+  register_op({"Softmax", ShapeRule::kFromInputDims, 1, 1, softmax_op});
+  register_op({"LogSoftmax", ShapeRule::kFromInputDims, 1, 1, softmax_op});
+  register_op({"BatchNormalization", ShapeRule::kFromInputDims, 5, 5, same_as_input});
+  register_op({"LayerNormalization", ShapeRule::kFromInputDims, 2, 3, layer_norm_op});
+  register_op({"CumSum", ShapeRule::kFromInputDims, 2, 2, same_as_input});
+  register_op(
+      {"LSTM", ShapeRule::kFromInputDims, 3, 8, [](OpContext& c) { return recurrent_op(c, 3); }});
+  register_op(
+      {"GRU", ShapeRule::kFromInputDims, 3, 6, [](OpContext& c) { return recurrent_op(c, 2); }});
+  register_op(
+      {"RNN", ShapeRule::kFromInputDims, 3, 6, [](OpContext& c) { return recurrent_op(c, 2); }});
+  register_op({"Resize", ShapeRule::kFromInputValues, 1, 4, resize_op});
+}
+
+}  // namespace dynvm::compiler

@@ -1,0 +1,455 @@
+// Type relations of the shape, indexing and data-movement operators, with value
+// propagation for shape arithmetic (registry.h): Shape, Size, Gather, Concat, Slice,
+// Squeeze and Unsqueeze carry small integer values; Reshape, Expand, ConstantOfShape,
+// Tile, Pad and Range take their output dims from such values.
+#include <algorithm>
+#include <functional>
+#include <limits>
+
+#include "compiler/op/families.h"
+#include "vm/error.h"
+
+namespace dynvm::compiler {
+namespace {
+
+using Facts = std::vector<ValueFacts>;
+
+// Slice bounds beyond this are clamped before symbolic arithmetic (INT64_MAX "to the end"
+// must not overflow `d - start`).
+constexpr int64_t kBoundCap = int64_t{1} << 48;
+
+Dim min_dim(const OpContext& ctx, const Dim& a, const Dim& b) {
+  if (a.is_any() || b.is_any()) return Dim::any();
+  return ctx.simplify(arith::min(a.expr(), b.expr()));
+}
+Dim max_dim(const OpContext& ctx, const Dim& a, const Dim& b) {
+  if (a.is_any() || b.is_any()) return Dim::any();
+  return ctx.simplify(arith::max(a.expr(), b.expr()));
+}
+
+// The value of input i (an integer vector) as dims, or UserError naming `what` when it is
+// not known at compile time.
+std::vector<Dim> value_dims(const OpContext& ctx, size_t i, const char* what) {
+  const ValueFacts& f = ctx.input(i);
+  if (!f.value) {
+    ctx.fail(what,
+             " is computed at run time from data this compiler cannot follow; only "
+             "values derived from shapes and constants are supported");
+  }
+  return *f.value;
+}
+
+std::vector<int64_t> const_list(const OpContext& ctx, size_t i, const char* what) {
+  std::optional<std::vector<int64_t>> v = ctx.const_ints(i);
+  if (!v) ctx.fail(what, " must be a constant");
+  return *v;
+}
+
+Dim product(const OpContext& ctx, const std::vector<Dim>& dims, size_t begin, size_t end) {
+  Dim p(1);
+  for (size_t k = begin; k < end; ++k) p = ctx.mul(p, dims[k]);
+  return p;
+}
+
+// Row-major strides of static dims.
+std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (size_t k = dims.size(); k-- > 1;) strides[k - 1] = strides[k] * dims[k];
+  return strides;
+}
+
+// Calls f(out_index, coords) for every element of static dims, in row-major order.
+void for_each_index(const std::vector<int64_t>& dims,
+                    const std::function<void(int64_t, const std::vector<int64_t>&)>& f) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  std::vector<int64_t> coords(dims.size(), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    f(i, coords);
+    for (size_t k = dims.size(); k-- > 0;) {
+      if (++coords[k] < dims[k]) break;
+      coords[k] = 0;
+    }
+  }
+}
+
+std::optional<std::vector<int64_t>> static_of(const std::vector<Dim>& dims) {
+  std::vector<int64_t> out;
+  for (const Dim& d : dims) {
+    if (!d.is_const()) return std::nullopt;
+    out.push_back(d.value());
+  }
+  return out;
+}
+
+// The number of elements ONNX Slice takes from a dim of extent d.
+Dim slice_extent(const OpContext& ctx, const Dim& d, int64_t start, int64_t end, int64_t step) {
+  start = std::clamp(start, -kBoundCap, kBoundCap);
+  end = std::clamp(end, -kBoundCap, kBoundCap);
+  auto norm = [&](int64_t v) { return v < 0 ? ctx.add(d, Dim(v)) : Dim(v); };
+  if (step > 0) {
+    // Bounds at the cap mean "from the start" / "to the end" (no min with a huge number
+    // that the simplifier cannot drop for an unbounded dim).
+    Dim s = start <= -kBoundCap ? Dim(0) : min_dim(ctx, max_dim(ctx, norm(start), Dim(0)), d);
+    Dim e = end >= kBoundCap ? d : min_dim(ctx, max_dim(ctx, norm(end), Dim(0)), d);
+    return max_dim(ctx, ctx.floordiv(ctx.add(ctx.sub(e, s), Dim(step - 1)), Dim(step)), Dim(0));
+  }
+  Dim last = ctx.sub(d, Dim(1));
+  Dim s = start >= kBoundCap ? last : min_dim(ctx, max_dim(ctx, norm(start), Dim(-1)), last);
+  Dim e = end <= -kBoundCap ? Dim(-1) : min_dim(ctx, max_dim(ctx, norm(end), Dim(-1)), last);
+  return max_dim(ctx, ctx.floordiv(ctx.add(ctx.sub(s, e), Dim(-step - 1)), Dim(-step)), Dim(0));
+}
+
+Facts shape_op(OpContext& ctx) {
+  const std::vector<Dim>& dims = ctx.dims(0);
+  const auto rank = static_cast<int64_t>(dims.size());
+  int64_t start = ctx.attr_int("start", 0), end = ctx.attr_int("end", rank);
+  start = std::clamp(start < 0 ? start + rank : start, int64_t{0}, rank);
+  end = std::clamp(end < 0 ? end + rank : end, int64_t{0}, rank);
+  std::vector<Dim> value(dims.begin() + start, dims.begin() + std::max(start, end));
+  return {tensor_facts(vm::DType::kInt64, {Dim(static_cast<int64_t>(value.size()))}, value)};
+}
+
+Facts gather_op(OpContext& ctx) {
+  const std::vector<Dim>& data = ctx.dims(0);
+  const std::vector<Dim>& indices = ctx.dims(1);
+  size_t axis = ctx.axis(ctx.attr_int("axis", 0), data.size());
+  std::vector<Dim> out(data.begin(), data.begin() + static_cast<int64_t>(axis));
+  out.insert(out.end(), indices.begin(), indices.end());
+  out.insert(out.end(), data.begin() + static_cast<int64_t>(axis) + 1, data.end());
+  std::optional<std::vector<Dim>> value;
+  auto picks = ctx.const_ints(1);
+  const auto& source = ctx.input(0).value;
+  if (source && picks && data.size() == 1 && out.size() <= 1) {
+    value.emplace();
+    const auto n = static_cast<int64_t>(source->size());
+    for (int64_t p : *picks) {
+      if (p < -n || p >= n) ctx.fail("index ", p, " is out of range for ", n, " elements");
+      value->push_back((*source)[static_cast<size_t>(p < 0 ? p + n : p)]);
+    }
+  }
+  return {tensor_facts(ctx.dtype(0), out, value)};
+}
+
+Facts concat_op(OpContext& ctx) {
+  const size_t rank = ctx.rank(0);
+  size_t axis = ctx.axis(ctx.attr_int("axis", 0), rank);
+  std::vector<Dim> out = ctx.dims(0);
+  bool values = ctx.input(0).value.has_value();
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+    if (ctx.rank(i) != rank) ctx.fail("input ", i, " has rank ", ctx.rank(i), ", expected ", rank);
+    if (ctx.dtype(i) != ctx.dtype(0)) ctx.fail("input ", i, " has another dtype");
+    out[axis] = ctx.add(out[axis], ctx.dims(i)[axis]);
+    values = values && ctx.input(i).value.has_value();
+  }
+  // Known inputs concatenate their values: row-major, each input's slab per outer index.
+  std::optional<std::vector<Dim>> value;
+  std::optional<std::vector<int64_t>> out_static = static_of(out);
+  if (values && out_static) {
+    value.emplace();
+    int64_t outer = 1;
+    for (size_t k = 0; k < axis; ++k) outer *= (*out_static)[k];
+    for (int64_t o = 0; o < outer; ++o) {
+      for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+        const std::vector<Dim>& v = *ctx.input(i).value;
+        const int64_t slab = static_cast<int64_t>(v.size()) / std::max<int64_t>(outer, 1);
+        value->insert(value->end(), v.begin() + o * slab, v.begin() + (o + 1) * slab);
+      }
+    }
+  }
+  return {tensor_facts(ctx.dtype(0), out, value)};
+}
+
+Facts slice_op(OpContext& ctx) {
+  std::vector<Dim> dims = ctx.dims(0);
+  std::vector<int64_t> starts = const_list(ctx, 1, "Slice starts");
+  std::vector<int64_t> ends = const_list(ctx, 2, "Slice ends");
+  if (starts.size() != ends.size()) ctx.fail("starts and ends differ in length");
+  std::vector<int64_t> axes, steps(starts.size(), 1);
+  if (ctx.has_input(3)) {
+    axes = const_list(ctx, 3, "Slice axes");
+  } else {
+    for (size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<int64_t>(k));
+  }
+  if (ctx.has_input(4)) steps = const_list(ctx, 4, "Slice steps");
+  if (axes.size() != starts.size() || steps.size() != starts.size()) {
+    ctx.fail("starts, ends, axes and steps differ in length");
+  }
+  std::vector<int64_t> first(dims.size(), 0), stride(dims.size(), 1);
+  std::optional<std::vector<int64_t>> in_static = static_of(dims);
+  for (size_t k = 0; k < starts.size(); ++k) {
+    size_t a = ctx.axis(axes[k], dims.size());
+    if (steps[k] == 0) ctx.fail("a step is 0");
+    if (in_static) {  // where a known value's slice starts along this axis
+      const int64_t n = (*in_static)[a];
+      int64_t s = std::clamp(starts[k], -kBoundCap, kBoundCap);
+      s = s < 0 ? s + n : s;
+      first[a] = steps[k] > 0 ? std::clamp<int64_t>(s, 0, n) : std::clamp<int64_t>(s, -1, n - 1);
+      stride[a] = steps[k];
+    }
+    dims[a] = slice_extent(ctx, dims[a], starts[k], ends[k], steps[k]);
+  }
+  std::optional<std::vector<Dim>> value;
+  std::optional<std::vector<int64_t>> out_static = static_of(dims);
+  const auto& source = ctx.input(0).value;
+  if (source && in_static && out_static) {
+    std::vector<int64_t> in_strides = strides_of(*in_static);
+    value.emplace();
+    for_each_index(*out_static, [&](int64_t, const std::vector<int64_t>& c) {
+      int64_t at = 0;
+      for (size_t k = 0; k < c.size(); ++k) at += (first[k] + c[k] * stride[k]) * in_strides[k];
+      value->push_back((*source)[static_cast<size_t>(at)]);
+    });
+  }
+  return {tensor_facts(ctx.dtype(0), dims, value)};
+}
+
+Facts unsqueeze_op(OpContext& ctx) {
+  std::vector<int64_t> axes = const_list(ctx, 1, "Unsqueeze axes");
+  const size_t rank = ctx.rank(0) + axes.size();
+  std::vector<bool> inserted(rank, false);
+  for (int64_t a : axes) {
+    size_t k = ctx.axis(a, rank);
+    if (inserted[k]) ctx.fail("axis ", a, " appears twice");
+    inserted[k] = true;
+  }
+  std::vector<Dim> out;
+  size_t next = 0;
+  for (size_t k = 0; k < rank; ++k) out.push_back(inserted[k] ? Dim(1) : ctx.dims(0)[next++]);
+  return {tensor_facts(ctx.dtype(0), out, ctx.input(0).value)};  // same elements, same order
+}
+
+Facts squeeze_op(OpContext& ctx) {
+  const std::vector<Dim>& dims = ctx.dims(0);
+  std::vector<bool> removed(dims.size(), false);
+  if (ctx.has_input(1)) {
+    for (int64_t a : const_list(ctx, 1, "Squeeze axes")) {
+      size_t k = ctx.axis(a, dims.size());
+      if (dims[k].is_const() && dims[k].value() != 1) {
+        ctx.fail("cannot squeeze axis ", a, " of extent ", dims[k].value());
+      }
+      removed[k] = true;
+    }
+  } else {
+    for (size_t k = 0; k < dims.size(); ++k) {
+      if (!dims[k].is_const()) {
+        ctx.fail("Squeeze without axes on a symbolic dim (", to_string(dims[k]), ")");
+      }
+      removed[k] = dims[k].value() == 1;
+    }
+  }
+  std::vector<Dim> out;
+  for (size_t k = 0; k < dims.size(); ++k) {
+    if (!removed[k]) out.push_back(dims[k]);
+  }
+  return {tensor_facts(ctx.dtype(0), out, ctx.input(0).value)};  // same elements, same order
+}
+
+Facts reshape_op(OpContext& ctx) {
+  const std::vector<Dim>& in = ctx.dims(0);
+  std::vector<Dim> target = value_dims(ctx, 1, "Reshape's shape");
+  const bool allowzero = ctx.attr_int("allowzero", 0) != 0;
+  int64_t infer_at = -1;
+  for (size_t k = 0; k < target.size(); ++k) {
+    if (target[k].is_const() && target[k].value() == 0 && !allowzero) {
+      if (k >= in.size()) ctx.fail("shape entry ", k, " is 0 but the input has rank ", in.size());
+      target[k] = in[k];
+    }
+    if (target[k].is_const() && target[k].value() == -1) {
+      if (infer_at >= 0) ctx.fail("two -1 entries in the shape");
+      infer_at = static_cast<int64_t>(k);
+    }
+  }
+  if (infer_at >= 0) {
+    // -1 = numel(input) / product(other entries). Entries that are input dims cancel first
+    // ([n, 3, 48, w] -> [n, -1, 16] gives w*9, not (n*w*144) floordiv (n*16), which the
+    // simplifier cannot reduce without knowing n > 0).
+    std::vector<bool> used(in.size(), false);
+    Dim known(1);
+    for (size_t k = 0; k < target.size(); ++k) {
+      if (static_cast<int64_t>(k) == infer_at) continue;
+      bool cancelled = false;
+      for (size_t j = 0; j < in.size() && !cancelled; ++j) {
+        if (!used[j] && !in[j].is_const() && in[j].same_as(target[k])) {
+          used[j] = cancelled = true;
+        }
+      }
+      if (!cancelled) known = ctx.mul(known, target[k]);
+    }
+    Dim rest(1);
+    for (size_t j = 0; j < in.size(); ++j) {
+      if (!used[j]) rest = ctx.mul(rest, in[j]);
+    }
+    target[static_cast<size_t>(infer_at)] = ctx.floordiv(rest, known);
+  }
+  return {tensor_facts(ctx.dtype(0), target, ctx.input(0).value)};
+}
+
+Facts constant_of_shape_op(OpContext& ctx) {
+  std::vector<Dim> dims = value_dims(ctx, 0, "ConstantOfShape's shape");
+  vm::DType dtype = vm::DType::kFloat32;
+  std::optional<std::vector<Dim>> value;
+  auto it = ctx.attrs().find("value");
+  if (it != ctx.attrs().end()) {
+    const auto* t = std::get_if<vm::Tensor>(&it->second);
+    if (t == nullptr || t->numel() != 1) ctx.fail("value must be a one-element tensor");
+    dtype = t->dtype();
+    std::optional<std::vector<int64_t>> shape = static_of(dims);
+    if (dtype == vm::DType::kInt64 && shape) {
+      int64_t n = 1;
+      for (int64_t d : *shape) n *= d;
+      if (n <= kMaxTrackedElements) {
+        value = std::vector<Dim>(static_cast<size_t>(n), Dim(t->data_as<int64_t>()[0]));
+      }
+    }
+  }
+  return {tensor_facts(dtype, dims, value)};
+}
+
+Facts expand_op(OpContext& ctx) {
+  std::vector<Dim> target = value_dims(ctx, 1, "Expand's shape");
+  return {tensor_facts(ctx.dtype(0), broadcast_dims(ctx, ctx.dims(0), target))};
+}
+
+Facts range_op(OpContext& ctx) {
+  for (size_t i = 0; i < 3; ++i) {
+    if (ctx.rank(i) != 0) ctx.fail("start, limit and delta must be scalars");
+  }
+  auto scalar = [&](size_t i) -> Dim {
+    const auto& v = ctx.input(i).value;
+    return v && v->size() == 1 ? (*v)[0] : Dim::any();
+  };
+  Dim start = scalar(0), limit = scalar(1), delta = scalar(2);
+  Dim n = Dim::any();
+  if (delta.is_const() && delta.value() != 0) {
+    int64_t d = delta.value();
+    Dim span = d > 0 ? ctx.sub(limit, start) : ctx.sub(start, limit);
+    n = max_dim(ctx, ctx.floordiv(ctx.add(span, Dim(std::abs(d) - 1)), Dim(std::abs(d))), Dim(0));
+  }
+  return {tensor_facts(ctx.dtype(0), {n})};
+}
+
+Facts transpose_op(OpContext& ctx) {
+  const std::vector<Dim>& dims = ctx.dims(0);
+  std::vector<int64_t> perm = ctx.attr_ints("perm", {});
+  if (perm.empty()) {
+    for (size_t k = dims.size(); k-- > 0;) perm.push_back(static_cast<int64_t>(k));
+  }
+  if (perm.size() != dims.size())
+    ctx.fail("perm has ", perm.size(), " entries for rank ", dims.size());
+  std::vector<Dim> out;
+  std::vector<bool> seen(dims.size(), false);
+  for (int64_t p : perm) {
+    size_t k = ctx.axis(p, dims.size(), "perm entry");
+    if (seen[k]) ctx.fail("perm is not a permutation");
+    seen[k] = true;
+    out.push_back(dims[k]);
+  }
+  std::optional<std::vector<Dim>> value;
+  std::optional<std::vector<int64_t>> in_static = static_of(dims), out_static = static_of(out);
+  if (ctx.input(0).value && in_static) {
+    std::vector<int64_t> in_strides = strides_of(*in_static);
+    value.emplace();
+    for_each_index(*out_static, [&](int64_t, const std::vector<int64_t>& c) {
+      int64_t at = 0;
+      for (size_t k = 0; k < c.size(); ++k)
+        at += c[k] * in_strides[static_cast<size_t>(
+                         perm[k] < 0 ? perm[k] + static_cast<int64_t>(dims.size()) : perm[k])];
+      value->push_back((*ctx.input(0).value)[static_cast<size_t>(at)]);
+    });
+  }
+  return {tensor_facts(ctx.dtype(0), out, value)};
+}
+
+Facts flatten_op(OpContext& ctx) {
+  const std::vector<Dim>& dims = ctx.dims(0);
+  int64_t axis = ctx.attr_int("axis", 1);
+  const auto rank = static_cast<int64_t>(dims.size());
+  if (axis < -rank || axis > rank) ctx.fail("axis ", axis, " out of range");
+  auto a = static_cast<size_t>(axis < 0 ? axis + rank : axis);
+  return {
+      tensor_facts(ctx.dtype(0), {product(ctx, dims, 0, a), product(ctx, dims, a, dims.size())})};
+}
+
+Facts tile_op(OpContext& ctx) {
+  std::vector<Dim> repeats = value_dims(ctx, 1, "Tile's repeats");
+  std::vector<Dim> dims = ctx.dims(0);
+  if (repeats.size() != dims.size())
+    ctx.fail("repeats has ", repeats.size(), " entries for rank ", dims.size());
+  for (size_t k = 0; k < dims.size(); ++k) dims[k] = ctx.mul(dims[k], repeats[k]);
+  return {tensor_facts(ctx.dtype(0), dims)};
+}
+
+Facts pad_op(OpContext& ctx) {
+  std::vector<Dim> pads = value_dims(ctx, 1, "Pad's pads");
+  std::vector<Dim> dims = ctx.dims(0);
+  std::vector<size_t> axes;
+  if (ctx.has_input(3)) {
+    for (int64_t a : const_list(ctx, 3, "Pad axes")) axes.push_back(ctx.axis(a, dims.size()));
+  } else {
+    for (size_t k = 0; k < dims.size(); ++k) axes.push_back(k);
+  }
+  if (pads.size() != 2 * axes.size())
+    ctx.fail("pads has ", pads.size(), " entries, expected ", 2 * axes.size());
+  for (size_t k = 0; k < axes.size(); ++k) {
+    dims[axes[k]] = ctx.add(ctx.add(dims[axes[k]], pads[k]), pads[k + axes.size()]);
+  }
+  return {tensor_facts(ctx.dtype(0), dims)};
+}
+
+Facts split_op(OpContext& ctx) {
+  const std::vector<Dim>& dims = ctx.dims(0);
+  size_t axis = ctx.axis(ctx.attr_int("axis", 0), dims.size());
+  int64_t outputs = ctx.attr_int("num_outputs", 1);
+  std::vector<Dim> sizes;
+  if (ctx.has_input(1)) {
+    sizes = value_dims(ctx, 1, "Split's sizes");
+    if (static_cast<int64_t>(sizes.size()) != outputs) {
+      ctx.fail("split has ", sizes.size(), " sizes for ", outputs, " outputs");
+    }
+  } else {
+    if (outputs < 1) ctx.fail("num_outputs must be positive");
+    // Equal parts, the last one smaller when the dim does not divide (opset 18).
+    Dim part = ctx.floordiv(ctx.add(dims[axis], Dim(outputs - 1)), Dim(outputs));
+    for (int64_t k = 0; k + 1 < outputs; ++k) sizes.push_back(part);
+    sizes.push_back(ctx.sub(dims[axis], ctx.mul(part, Dim(outputs - 1))));
+  }
+  Facts out;
+  for (const Dim& s : sizes) {
+    std::vector<Dim> d = dims;
+    d[axis] = s;
+    out.push_back(tensor_facts(ctx.dtype(0), d));
+  }
+  return out;
+}
+
+Facts size_op(OpContext& ctx) {
+  const std::vector<Dim>& dims = ctx.dims(0);
+  return {
+      tensor_facts(vm::DType::kInt64, {}, std::vector<Dim>{product(ctx, dims, 0, dims.size())})};
+}
+
+}  // namespace
+
+void register_shape_ops() {
+  register_op({"Shape", ShapeRule::kFromInputDims, 1, 1, shape_op});
+  register_op({"Size", ShapeRule::kFromInputDims, 1, 1, size_op});
+  register_op({"Gather", ShapeRule::kFromInputDims, 2, 2, gather_op});
+  register_op({"GatherElements", ShapeRule::kFromInputDims, 2, 2,
+               [](OpContext& ctx) { return Facts{tensor_facts(ctx.dtype(0), ctx.dims(1))}; }});
+  register_op({"Concat", ShapeRule::kFromInputDims, 1, 1024, concat_op});
+  register_op({"Slice", ShapeRule::kFromInputValues, 3, 5, slice_op});
+  register_op({"Unsqueeze", ShapeRule::kFromInputValues, 2, 2, unsqueeze_op});
+  register_op({"Squeeze", ShapeRule::kFromInputValues, 1, 2, squeeze_op});
+  register_op({"Reshape", ShapeRule::kFromInputValues, 2, 2, reshape_op});
+  register_op({"ConstantOfShape", ShapeRule::kFromInputValues, 1, 1, constant_of_shape_op});
+  register_op({"Expand", ShapeRule::kFromInputValues, 2, 2, expand_op});
+  register_op({"Range", ShapeRule::kFromInputValues, 3, 3, range_op});
+  register_op({"Transpose", ShapeRule::kFromInputDims, 1, 1, transpose_op});
+  register_op({"Flatten", ShapeRule::kFromInputDims, 1, 1, flatten_op});
+  register_op({"Tile", ShapeRule::kFromInputValues, 2, 2, tile_op});
+  register_op({"Pad", ShapeRule::kFromInputValues, 2, 4, pad_op});
+  register_op({"Split", ShapeRule::kFromInputValues, 1, 2, split_op});
+}
+
+}  // namespace dynvm::compiler

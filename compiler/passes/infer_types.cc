@@ -1,0 +1,384 @@
+// Type inference (see infer_types.h).
+#include "compiler/passes/infer_types.h"
+
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "compiler/ir/printer.h"
+#include "compiler/op/registry.h"
+#include "vm/error.h"
+
+namespace dynvm::compiler {
+namespace {
+
+// What is known about a value: facts of a tensor, or those of a tuple's fields.
+struct Info {
+  ValueFacts facts;
+  std::vector<Info> fields;  // a tuple's
+  Type type() const { return facts.type; }
+};
+
+Info tensor_info(ValueFacts f) { return Info{std::move(f), {}}; }
+
+Info tuple_info(std::vector<Info> fields) {
+  std::vector<Type> types;
+  for (const Info& f : fields) types.push_back(f.type());
+  Info i;
+  i.facts.type = tuple_type(types);
+  i.fields = std::move(fields);
+  return i;
+}
+
+constexpr int64_t kMaxTrackedValue = 64;  // elements of a constant tracked as dims
+
+int64_t integer_element(const vm::Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case vm::DType::kInt64:
+      return t.data_as<int64_t>()[i];
+    case vm::DType::kInt32:
+      return t.data_as<int32_t>()[i];
+    case vm::DType::kInt16:
+      return t.data_as<int16_t>()[i];
+    case vm::DType::kInt8:
+      return t.data_as<int8_t>()[i];
+    case vm::DType::kUInt8:
+      return t.data_as<uint8_t>()[i];
+    case vm::DType::kUInt16:
+      return t.data_as<uint16_t>()[i];
+    case vm::DType::kUInt32:
+      return t.data_as<uint32_t>()[i];
+    default:
+      return static_cast<int64_t>(t.data_as<uint64_t>()[i]);
+  }
+}
+
+// The join of two types at an If or a loop back edge: same structure, dims that differ
+// become Any. UserError when dtypes, ranks or tuple shapes differ.
+Type join(const Type& a, const Type& b, const std::string& where) {
+  if (!a.defined() || !b.defined()) user_error(where, ": a value has no type");
+  if (a.kind() != b.kind()) user_error(where, ": ", to_string(a), " vs ", to_string(b));
+  if (a.kind() == TypeKind::kTuple) {
+    if (a->fields.size() != b->fields.size()) {
+      user_error(where, ": ", to_string(a), " vs ", to_string(b));
+    }
+    std::vector<Type> fields;
+    for (size_t k = 0; k < a->fields.size(); ++k)
+      fields.push_back(join(a->fields[k], b->fields[k], where));
+    return tuple_type(fields);
+  }
+  if (a->dtype != b->dtype || a->dims.size() != b->dims.size()) {
+    user_error(where, ": ", to_string(a), " vs ", to_string(b));
+  }
+  std::vector<Dim> dims;
+  for (size_t k = 0; k < a->dims.size(); ++k) {
+    dims.push_back(a->dims[k].same_as(b->dims[k]) ? a->dims[k] : Dim::any());
+  }
+  return tensor_type(a->dtype, dims);
+}
+
+Info join_info(const Info& a, const Info& b, const std::string& where) {
+  if (!a.fields.empty() || !b.fields.empty()) {
+    if (a.fields.size() != b.fields.size()) {
+      user_error(where, ": ", to_string(a.type()), " vs ", to_string(b.type()));
+    }
+    std::vector<Info> fields;
+    for (size_t k = 0; k < a.fields.size(); ++k)
+      fields.push_back(join_info(a.fields[k], b.fields[k], where));
+    return tuple_info(fields);
+  }
+  Info out;
+  out.facts.type = join(a.type(), b.type(), where);
+  if (a.facts.value && b.facts.value && a.facts.value->size() == b.facts.value->size()) {
+    std::vector<Dim> v;
+    for (size_t k = 0; k < a.facts.value->size(); ++k) {
+      const Dim& x = (*a.facts.value)[k];
+      v.push_back(x.same_as((*b.facts.value)[k]) ? x : Dim::any());
+    }
+    out.facts.value = v;
+  }
+  return out;
+}
+
+class TypeInferencer {
+ public:
+  explicit TypeInferencer(const Module& m) : module_(m) {
+    for (const DimSymbol& d : m.dims) analyzer_.bind(d.var, d.min, d.max);
+  }
+
+  Module run() {
+    Module out;
+    out.dims = module_.dims;
+    out.entry = module_.entry;
+    for (const auto& f : module_.functions) {
+      std::vector<Info> args;
+      for (const Expr& p : f->params) {
+        if (!p.type().defined()) user_error("@", f->name, ": parameter %", p->name, " has no type");
+        args.push_back(info_of_type(simplified(p.type())));
+      }
+      out.functions.push_back(function(*f, args).first);
+    }
+    return out;
+  }
+
+ private:
+  // t with its dims simplified over the dims' declared ranges.
+  Type simplified(const Type& t) const {
+    if (t.kind() == TypeKind::kTuple) {
+      std::vector<Type> fields;
+      for (const Type& f : t->fields) fields.push_back(simplified(f));
+      return tuple_type(fields);
+    }
+    if (t.kind() != TypeKind::kTensor) return t;
+    std::vector<Dim> dims;
+    for (const Dim& d : t->dims) dims.push_back(d.is_any() ? d : Dim(analyzer_.simplify(d.expr())));
+    return tensor_type(t->dtype, dims);
+  }
+
+  static Info info_of_type(const Type& t) {
+    if (t.kind() == TypeKind::kTuple) {
+      std::vector<Info> fields;
+      for (const Type& f : t->fields) fields.push_back(info_of_type(f));
+      return tuple_info(fields);
+    }
+    return tensor_info(ValueFacts{t, std::nullopt, {}});
+  }
+
+  // The function typed for `args`, and the info of its result.
+  std::pair<std::shared_ptr<Function>, Info> function(const Function& f,
+                                                      const std::vector<Info>& args) {
+    if (active_.count(f.name)) {
+      user_error("@", f.name, " is called recursively; recursion is not supported yet");
+    }
+    active_.insert(f.name);
+    auto typed = std::make_shared<Function>();
+    typed->name = f.name;
+    for (size_t k = 0; k < f.params.size(); ++k) {
+      typed->params.push_back(bind(f.params[k], args[k]));
+    }
+    auto [body, info] = visit(f.body);
+    typed->body = body;
+    typed->result_type = info.type();
+    active_.erase(f.name);
+    return {typed, info};
+  }
+
+  Expr bind(const Expr& var, const Info& info) {
+    env_[var->var_id] = info;
+    return with_type(var, info.type());
+  }
+
+  std::pair<Expr, Info> visit(const Expr& e) {
+    switch (e.kind()) {
+      case ExprKind::kVar: {
+        auto it = env_.find(e->var_id);
+        if (it == env_.end()) user_error("infer types: %", e->name, " is used but never bound");
+        return {with_type(e, it->second.type()), it->second};
+      }
+      case ExprKind::kConstant:
+        return {e, constant(e->value)};
+      case ExprKind::kCall:
+        return call(e);
+      case ExprKind::kTuple: {
+        std::vector<Expr> fields;
+        std::vector<Info> infos;
+        for (const Expr& f : e->operands) {
+          auto [fe, fi] = visit(f);
+          fields.push_back(fe);
+          infos.push_back(fi);
+        }
+        Info i = tuple_info(infos);
+        return {make_tuple(fields, i.type()), i};
+      }
+      case ExprKind::kGetItem: {
+        auto [te, ti] = visit(e->operands[0]);
+        if (ti.type().kind() != TypeKind::kTuple) {
+          user_error(where_, ": .", e->index, " of a non-tuple (", to_string(ti.type()), ")");
+        }
+        if (static_cast<size_t>(e->index) >= ti.fields.size()) {
+          user_error(where_, ": .", e->index, " of a ", ti.fields.size(), "-tuple");
+        }
+        Info fi = ti.fields[static_cast<size_t>(e->index)];
+        return {make_get_item(te, e->index, fi.type()), fi};
+      }
+      case ExprKind::kLet: {
+        const Expr& var = e->operands[0];
+        std::string saved = where_;
+        where_ = "%" + var->name;
+        auto [ve, vi] = visit(e->operands[1]);
+        where_ = saved;
+        Expr typed_var = bind(var, vi);
+        auto [be, bi] = visit(e->operands[2]);
+        return {make_let(typed_var, ve, be), bi};
+      }
+      case ExprKind::kIf:
+        return if_expr(e);
+      case ExprKind::kLoop:
+        return loop(e);
+      case ExprKind::kCallFunction: {
+        const Function* callee = module_.find_function(e->name);
+        if (callee == nullptr) user_error(where_, ": call of unknown function @", e->name);
+        std::vector<Expr> args;
+        std::vector<Info> infos;
+        for (const Expr& a : e->operands) {
+          auto [ae, ai] = visit(a);
+          args.push_back(ae);
+          infos.push_back(ai);
+        }
+        if (args.size() != callee->params.size()) {
+          user_error(where_, ": @", e->name, " takes ", callee->params.size(), " arguments, got ",
+                     args.size());
+        }
+        Info result = function(*callee, infos).second;
+        return {make_call_function(e->name, args, result.type()), result};
+      }
+    }
+    DYNVM_INTERNAL_CHECK(false, "unknown expression kind");
+  }
+
+  static Info constant(const vm::Tensor& t) {
+    std::vector<Dim> dims;
+    for (int64_t d : t.shape()) dims.emplace_back(d);
+    Info i;
+    i.facts.type = tensor_type(t.dtype(), dims);
+    i.facts.constant = t;
+    if (vm::is_integer(t.dtype()) && t.shape().size() <= 1 && t.numel() <= kMaxTrackedValue) {
+      std::vector<Dim> v;
+      for (int64_t k = 0; k < t.numel(); ++k) v.emplace_back(integer_element(t, k));
+      i.facts.value = v;
+    }
+    return i;
+  }
+
+  std::pair<Expr, Info> call(const Expr& e) {
+    const std::string where = str_cat(where_.empty() ? "" : where_ + " = ", e->name);
+    const OpDef* op = find_op(e->name);
+    if (op == nullptr) user_error(where, ": no operator named ", e->name);
+    if (e->operands.size() < op->min_inputs || e->operands.size() > op->max_inputs) {
+      user_error(where, ": takes ", op->min_inputs, "..", op->max_inputs, " inputs, got ",
+                 e->operands.size());
+    }
+    std::vector<Expr> args;
+    std::vector<ValueFacts> facts;
+    for (const Expr& a : e->operands) {
+      auto [ae, ai] = visit(a);
+      args.push_back(ae);
+      bool absent = ae.kind() == ExprKind::kTuple && ae->operands.empty();
+      if (!absent && ai.type().kind() != TypeKind::kTensor) {
+        user_error(where, ": an input is a tuple (", to_string(ai.type()), ")");
+      }
+      facts.push_back(absent ? ValueFacts{} : ai.facts);
+    }
+    OpContext ctx(where, e->attrs, facts, analyzer_);
+    std::vector<ValueFacts> outputs = op->infer(ctx);
+    Info result;
+    auto num = e->attrs.find("num_outputs");
+    if (num != e->attrs.end()) {
+      int64_t n = attr_int(e->attrs, "num_outputs", 1, where);
+      if (n < 1 || static_cast<size_t>(n) > outputs.size()) {
+        user_error(where, ": num_outputs ", n, " but the operator has ", outputs.size());
+      }
+      std::vector<Info> fields;
+      for (int64_t k = 0; k < n; ++k)
+        fields.push_back(tensor_info(outputs[static_cast<size_t>(k)]));
+      result = tuple_info(fields);
+    } else {
+      result = tensor_info(outputs.at(0));
+    }
+    return {make_call(e->name, args, e->attrs, result.type()), result};
+  }
+
+  std::pair<Expr, Info> if_expr(const Expr& e) {
+    const std::string where = where_.empty() ? "if" : where_ + " = if";
+    auto [ce, ci] = visit(e->operands[0]);
+    if (!ci.type().is_tensor() || ci.type()->dtype != vm::DType::kBool) {
+      user_error(where, ": the condition is ", to_string(ci.type()), ", expected bool");
+    }
+    // A condition decided for every size the dims' ranges allow: the If is its branch.
+    if (ci.facts.value && ci.facts.value->size() == 1 && (*ci.facts.value)[0].is_const()) {
+      return visit(e->operands[(*ci.facts.value)[0].value() != 0 ? 1 : 2]);
+    }
+    auto [te, ti] = visit(e->operands[1]);
+    auto [ee, ei] = visit(e->operands[2]);
+    Info joined = join_info(
+        ti, ei,
+        where + ": the branches' types differ and the condition depends on run-time values or on "
+                "dims whose declared ranges do not decide it (bound them with --dim)");
+    return {make_if(ce, te, ee, joined.type()), joined};
+  }
+
+  std::pair<Expr, Info> loop(const Expr& e) {
+    const std::string where = where_.empty() ? "loop" : where_ + " = loop";
+    Expr max_trip, cond;
+    Info trip_info;
+    if (loop_max_trip(e).defined()) std::tie(max_trip, trip_info) = visit(loop_max_trip(e));
+    if (loop_cond(e).defined()) cond = visit(loop_cond(e)).first;
+    std::vector<Expr> init;
+    std::vector<Info> carried;
+    for (const Expr& c : loop_carried(e)) {
+      auto [ce, ci] = visit(c);
+      init.push_back(ce);
+      carried.push_back(ci);
+    }
+    const Function& body = *e->body;
+    // Generalize the carried types until the body maps them onto themselves.
+    std::pair<std::shared_ptr<Function>, Info> typed;
+    for (int round = 0;; ++round) {
+      std::vector<Info> args{tensor_info({tensor_type(vm::DType::kInt64, {}), std::nullopt, {}}),
+                             tensor_info({tensor_type(vm::DType::kBool, {}), std::nullopt, {}})};
+      for (const Info& c : carried) {
+        Info plain;  // values and constants change between iterations
+        plain.facts.type = c.type();
+        plain.fields = c.fields;
+        args.push_back(plain);
+      }
+      typed = function(body, args);
+      const Info& out = typed.second;
+      if (out.fields.size() < carried.size() + 1) {
+        user_error(where, ": the body returns ", out.fields.size(), " values, expected at least ",
+                   carried.size() + 1);
+      }
+      bool stable = true;
+      for (size_t k = 0; k < carried.size(); ++k) {
+        Type j = join(carried[k].type(), out.fields[k + 1].type(),
+                      where + " (carried value " + std::to_string(k) + ")");
+        if (!type_equal(j, carried[k].type())) stable = false;
+        carried[k] = info_of_type(j);
+      }
+      if (stable) break;
+      DYNVM_INTERNAL_CHECK(round < 8, "loop types do not settle");
+    }
+    const Info& out = typed.second;
+    const size_t scans = out.fields.size() - 1 - carried.size();
+    if (static_cast<int64_t>(scans) != e->index) {
+      user_error(where, ": the body returns ", scans, " scan outputs, the loop declares ",
+                 e->index);
+    }
+    Dim trips = Dim::any();
+    if (!cond.defined() && trip_info.facts.value && trip_info.facts.value->size() == 1) {
+      trips = (*trip_info.facts.value)[0];
+    }
+    std::vector<Info> results = carried;
+    for (size_t k = 0; k < scans; ++k) {
+      const Type& t = out.fields[1 + carried.size() + k].type();
+      if (!t.is_tensor()) user_error(where, ": scan output ", k, " is not a tensor");
+      std::vector<Dim> dims{trips};
+      dims.insert(dims.end(), t->dims.begin(), t->dims.end());
+      results.push_back(tensor_info({tensor_type(t->dtype, dims), std::nullopt, {}}));
+    }
+    Info result = tuple_info(results);
+    return {make_loop(max_trip, cond, init, typed.first, e->index, result.type()), result};
+  }
+
+  const Module& module_;
+  arith::Analyzer analyzer_;
+  std::unordered_map<uint64_t, Info> env_;
+  std::set<std::string> active_;
+  std::string where_;
+};
+
+}  // namespace
+
+Module infer_types(const Module& module) { return TypeInferencer(module).run(); }
+
+}  // namespace dynvm::compiler

@@ -1,0 +1,18 @@
+// Type inference: every expression of every function gets its type, with dims kept
+// symbolic (arith expressions of the module's dims) wherever the op registry's relations
+// allow, small integer values (shapes) followed through shape arithmetic, an If whose
+// condition those values decide over the dims' declared ranges replaced by its branch
+// (exporters emit `if rank == 2` and `if dim == 1` guards), other If results joined
+// (dims that differ between branches become Any), Loop-carried types generalized
+// to a fixed point and scan outputs given a leading trip-count dim (a dim when the trip
+// count is known and no condition can stop the loop early, else Any).
+// UserError, naming the binding, for an unknown op, a wrong arity or a relation's refusal.
+#pragma once
+
+#include "compiler/ir/module.h"
+
+namespace dynvm::compiler {
+
+Module infer_types(const Module& module);
+
+}  // namespace dynvm::compiler

@@ -1,0 +1,162 @@
+// Type inference with the op registry: shape arithmetic followed through Shape / Gather /
+// Concat / Reshape, Ifs decided by the dims' declared ranges, loops and scans, errors that
+// name the binding; and the real models' output types (PP-OCR's width dim checked against
+// the output shapes ONNX Runtime gives at four widths).
+#include "compiler/passes/infer_types.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+
+#include "compiler/ir/parser.h"
+#include "compiler/ir/printer.h"
+#include "compiler/op/registry.h"
+#include "frontends/onnx/importer.h"
+#include "kernels/arith/evaluate.h"
+#include "tests/support/expect_user_error.h"
+
+namespace dynvm::compiler {
+namespace {
+
+std::string inferred(const std::string& text) {
+  PrintOptions options;
+  return print_module(infer_types(parse_module(text)), options);
+}
+
+TEST(InferTypes, ShapeArithmeticStaysSymbolic) {
+  EXPECT_EQ(inferred(R"(dim n: 1..64
+dim w: 1..4096
+fn @main(%x: f32[n, 3, 48, w], %k: f32[8, 3, 3, 3]) {
+  %s = Shape(%x)
+  %batch = Gather(%s, const(i64[1], [0])) {axis=0}
+  %shape = Concat(%batch, const(i64[2], [-1, 16])) {axis=0}
+  %y = Reshape(%x, %shape)
+  %c = Conv(%x, %k) {pads=[1, 1, 1, 1], strides=[2, 2]}
+  return (%y, %c)
+})"),
+            R"(dim n: 1..64
+dim w: 1..4096
+
+fn @main(%x: f32[n, 3, 48, w], %k: f32[8, 3, 3, 3]) -> (f32[n, w*9, 16], f32[n, 8, 24, (w + 1) floordiv 2]) {
+  %s: i64[4] = Shape(%x)
+  %batch: i64[1] = Gather(%s, const(i64[1], [0])) {axis=0}
+  %shape: i64[3] = Concat(%batch, const(i64[2], [-1, 16])) {axis=0}
+  %y: f32[n, w*9, 16] = Reshape(%x, %shape)
+  %c: f32[n, 8, 24, (w + 1) floordiv 2] = Conv(%x, %k) {pads=[1, 1, 1, 1], strides=[2, 2]}
+  return (%y, %c)
+}
+)");
+}
+
+// `if last dim == 1 then squeeze`: decided by the declared range of n, so the If is gone.
+TEST(InferTypes, IfDecidedByDimRangesBecomesItsBranch) {
+  const char* text = R"(dim n: RANGE
+fn @main(%x: f32[4, (n + 3) floordiv 4]) {
+  %s = Shape(%x)
+  %last = Gather(%s, const(i64[1], [-1])) {axis=0}
+  %one = Equal(%last, const(i64[1], [1]))
+  %r = if %one {
+    return Squeeze(%x, const(i64[1], [-1]))
+  } else {
+    return Identity(%x)
+  }
+  return %r
+})";
+  auto with_range = [&](const std::string& range) {
+    std::string t = text;
+    t.replace(t.find("RANGE"), 5, range);
+    return t;
+  };
+  std::string decided = inferred(with_range("1..4"));
+  EXPECT_NE(decided.find("%r: f32[4] = Squeeze("), std::string::npos) << decided;
+  EXPECT_EQ(decided.find("if "), std::string::npos) << decided;
+  EXPECT_NE(inferred(with_range("5..8")).find("%r: f32[4, 2] = Identity("), std::string::npos);
+  EXPECT_USER_ERROR(inferred(with_range("1..8")),
+                    "%r = if: the branches' types differ and the condition depends on run-time "
+                    "values or on dims whose declared ranges do not decide it (bound them with "
+                    "--dim): f32[4] vs f32[4, (n + 3) floordiv 4]");
+}
+
+TEST(InferTypes, LoopCarriedTypesAndScanOutputs) {
+  // A fixed trip count with no condition stacks scans along a known dim; a condition makes
+  // the count unknown; a carried value that grows generalizes to Any.
+  std::string out = inferred(R"(dim n: 1..100
+fn @main(%x: f32[n]) {
+  %trips = Gather(Shape(%x), const(i64[], [0])) {axis=0}
+  %a = loop(max_trip=%trips, cond=none, %x) scan_outputs=1 fn(%i: i64[], %go: bool[], %acc: f32[n]) {
+    return (%go, Add(%acc, %x), Relu(%acc))
+  }
+  %b = loop(max_trip=%trips, cond=const(bool[], [true]), %x) scan_outputs=0 fn(%i: i64[], %go: bool[], %v: f32[?]) {
+    return (%go, Concat(%v, %v) {axis=0})
+  }
+  return (%a.1, %b.0)
+})");
+  EXPECT_NE(out.find("-> (f32[n, n], f32[?])"), std::string::npos) << out;
+}
+
+TEST(InferTypes, ErrorsNameTheBinding) {
+  EXPECT_USER_ERROR(inferred("fn @main(%x: f32[2]) {\n  %y = Frobnicate(%x)\n  return %y\n}"),
+                    "%y = Frobnicate: no operator named Frobnicate");
+  EXPECT_USER_ERROR(inferred("fn @main(%x: f32[2]) {\n  %y = Relu(%x, %x)\n  return %y\n}"),
+                    "%y = Relu: takes 1..1 inputs, got 2");
+  EXPECT_USER_ERROR(
+      inferred("fn @main(%x: f32[2, 3]) {\n  %y = Squeeze(%x, const(i64[1], [1]))\n  return %y\n}"),
+      "%y = Squeeze: cannot squeeze axis 1 of extent 3");
+  EXPECT_USER_ERROR(inferred("fn @main(%x: f32[2], %s: i64[2]) {\n  %y = Reshape(%x, %s)\n  "
+                             "return %y\n}"),
+                    "%y = Reshape: Reshape's shape is computed at run time");
+  EXPECT_USER_ERROR(inferred("fn @main(%x: f32[2], %y: f32[3]) {\n  %z = Add(%x, %y)\n  "
+                             "return %z\n}"),
+                    "%z = Add: cannot broadcast dims 2 and 3");
+  EXPECT_USER_ERROR(inferred("fn @main(%x) {\n  return %x\n}"), "parameter %x has no type");
+}
+
+TEST(OpRegistry, EveryImportableOperatorHasATypeRelation) {
+  for (const char* op :
+       {"Add", "Conv", "LSTM", "Reshape", "Slice", "Softmax", "Resize", "Gather", "ReduceMean",
+        "BatchNormalization", "MatMul", "Concat", "Where", "CumSum", "Pad", "Expand"}) {
+    EXPECT_NE(find_op(op), nullptr) << op;
+  }
+  EXPECT_EQ(find_op("NonZero"), nullptr);
+}
+
+// ---- the real models ----
+
+std::string model(const std::string& name) {
+  const char* dir = std::getenv("DYNVM_MODELS_DIR");
+  std::string path = std::string(dir != nullptr ? dir : DYNVM_DEFAULT_MODELS_DIR) + "/" + name;
+  if (!std::filesystem::exists(path)) ADD_FAILURE() << path << " is missing: run make models";
+  return path;
+}
+
+TEST(InferTypesRealModels, PpOcrOutputWidthMatchesOnnxRuntime) {
+  Module m = infer_types(frontends::onnx_import::import_onnx_file(model("ppocrv4_rec.onnx")));
+  const Type& out = m.functions[0]->result_type->fields[0];
+  ASSERT_EQ(out->dims.size(), 3u);
+  EXPECT_EQ(out->dims[2].value(), 6625);
+  // ONNX Runtime 1.30 (shared/peer/ort_run.mjs), x = [1, 3, 48, W]: output [1, T, 6625].
+  const std::map<int64_t, int64_t> ort_t = {{37, 5}, {100, 12}, {320, 40}, {960, 120}};
+  const DimSymbol* w = m.find_dim("p2o_DynamicDimension_1");
+  ASSERT_NE(w, nullptr);
+  for (auto [width, t] : ort_t) {
+    arith::VarValues env{{w->var.id(), width}};
+    EXPECT_EQ(arith::evaluate(out->dims[1].expr(), env), t) << "W = " << width;
+  }
+}
+
+TEST(InferTypesRealModels, SileroTypesOnceItsChunkLengthIsBounded) {
+  frontends::onnx_import::ImportOptions options;
+  options.dims["input_1"] = {256, 256};
+  Module m =
+      infer_types(frontends::onnx_import::import_onnx_file(model("silero_vad_v5.onnx"), options));
+  EXPECT_EQ(to_string(m.functions[0]->result_type), "(f32[input_0, 1], f32[2, input_0, 128])");
+  // Unbounded, the 16 kHz branch's `if last dim == 1` guard cannot be decided.
+  EXPECT_USER_ERROR(
+      infer_types(frontends::onnx_import::import_onnx_file(model("silero_vad_v5.onnx"))),
+      "bound them with --dim");
+}
+
+}  // namespace
+}  // namespace dynvm::compiler
