@@ -8,6 +8,8 @@
 // vectorized (tile_n / vector width zmm registers per row), mi and ki unrolled, so that
 // LLVM keeps the tile_m x tile_n accumulators in registers and each step is one
 // broadcast of A plus tile_n/16 FMAs per row. The outer (batch, M-tile) loop is parallel.
+// With M symbolic, the M-tail tile (M mod tile_m rows) gets one unrolled copy per row count
+// from the TIR pass specialize_extents, so it too stays in registers.
 // Knobs: tile_m, tile_n, tile_k, parallel (0/1). preferred_multiples = {M: tile_m}.
 #pragma once
 

@@ -26,6 +26,7 @@ tir::LoweredFunc lower_op(const OpInstance& op, const KnobValues& knobs, const s
   lower_options.dump_after = options.dump_after;
   lower_options.dump_stream = options.dump;
   lower_options.time_passes = options.time_passes;
+  lower_options.max_specialized_copies = options.max_specialized_copies;
   return tir::lower(std::move(func), lower_options);
 }
 

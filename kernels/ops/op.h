@@ -54,6 +54,8 @@ struct LowerOpOptions {
   std::string dump_after;         // TIR pass name, or "all" (kernels/tir/lower.h)
   std::ostream* dump = nullptr;
   bool time_passes = false;
+  // tir::LowerOptions::max_specialized_copies: code size spent on symbolic tails.
+  int64_t max_specialized_copies = 8;
 };
 
 // TE + schedule -> TIR -> lowered (flattened, vectorized, outlined) function named `symbol`.

@@ -80,6 +80,10 @@ LoweredFunc lower(PrimFunc f, const LowerOptions& opts) {
   f = p.run("simplify", simplify, std::move(f), VerifyStage::kLowered);
   f = p.run("loop_partition", loop_partition, std::move(f), VerifyStage::kLowered);
   f = p.run("simplify", simplify, std::move(f), VerifyStage::kLowered);
+  f = p.run(
+      "specialize_extents",
+      [&](PrimFunc g) { return specialize_extents(std::move(g), opts.max_specialized_copies); },
+      std::move(f), VerifyStage::kLowered);
   f = p.run("vectorize", vectorize, std::move(f), VerifyStage::kVectorized);
   f = p.run("unroll", unroll, std::move(f), VerifyStage::kUnrolled);
   f = p.run("flatten_storage", flatten_storage, std::move(f), VerifyStage::kFlattened);

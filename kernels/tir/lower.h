@@ -16,6 +16,9 @@ struct LowerOptions {
   bool time_passes = false;             // one line per pass: name, time, changed or not
   // Run the verifier after every pass, not only at the end (always on in debug builds).
   bool verify_each = false;
+  // specialize_extents: the most copies of one statement it may make so that the remainder
+  // loops of splits get constant extents (0: none; 1: only where a single value is possible).
+  int64_t max_specialized_copies = 8;
 };
 
 LoweredFunc lower(PrimFunc f, const LowerOptions& opts = {});

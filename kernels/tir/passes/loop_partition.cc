@@ -272,14 +272,14 @@ class Partitioner : public StmtMutator {
   }
 
   // Rebuilds loop s over [min, min + extent) with `body`, partitioning inside it. A piece of
-  // a constant-extent vectorized or unrolled loop whose extent is no longer constant is a
-  // remainder: it becomes serial.
+  // a constant-extent vectorized loop whose extent is no longer constant is a remainder: it
+  // becomes serial. An unrolled one stays unrolled: specialize_extents may give it constant
+  // extents, and unroll makes serial what is left symbolic.
   Stmt recurse(const Stmt& s, const Expr& min, const Expr& extent, const Stmt& body) {
     bool gpu = s->for_kind == ForKind::kGpuBlock || s->for_kind == ForKind::kGpuThread;
     if (!gpu && an_.const_bounds(extent).max <= 0) return make_nop();
     ForKind kind = s->for_kind;
-    if ((kind == ForKind::kVectorized || kind == ForKind::kUnrolled) && s->extent.is_int_imm() &&
-        !extent.is_int_imm()) {
+    if (kind == ForKind::kVectorized && s->extent.is_int_imm() && !extent.is_int_imm()) {
       kind = ForKind::kSerial;
     }
     arith::Var v(s->loop_var);

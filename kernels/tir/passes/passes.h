@@ -13,6 +13,9 @@ PrimFunc simplify(PrimFunc f);
 // Splits loops guarded by a condition affine in the loop variable into a guard-free main
 // part and the head / tail that keep the guard.
 PrimFunc loop_partition(PrimFunc f);
+// kUnrolled loops whose symbolic extent takes few values (a split's remainder, 0..7) get one
+// copy per value behind `if (extent == c)`, at most max_copies copies of a statement.
+PrimFunc specialize_extents(PrimFunc f, int64_t max_copies);
 // kVectorized loops become vector loads, stores and arithmetic (or serial loops when the
 // body cannot be vectorized).
 PrimFunc vectorize(PrimFunc f);

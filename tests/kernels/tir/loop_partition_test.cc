@@ -123,5 +123,19 @@ TEST(TirLoopPartition, TailOfAVectorizedLoopBecomesSerial) {
   expect_equivalent_1d(f, g);
 }
 
+TEST(TirLoopPartition, TailOfAnUnrolledLoopStaysUnrolled) {
+  // Its symbolic extent is for specialize_extents to make constant (unroll makes serial
+  // whatever stays symbolic).
+  PrimFunc f = add_split(8, ForKind::kUnrolled);
+  PrimFunc g = partition(f);
+  int symbolic_unrolled = count_stmts(g.body, [](const Stmt& st) {
+    return st.kind() == StmtKind::kFor && st->for_kind == ForKind::kUnrolled &&
+           !st->extent.is_int_imm();
+  });
+  EXPECT_EQ(symbolic_unrolled, 1) << to_string(g);
+  EXPECT_EQ(count_ifs(g.body), 0) << to_string(g);
+  expect_equivalent_1d(f, g);
+}
+
 }  // namespace
 }  // namespace dynvm::tir::test
