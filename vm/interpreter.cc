@@ -29,29 +29,44 @@ int64_t floor_mod(int64_t a, int64_t b) {
 
 bool compare(CmpKind k, int64_t a, int64_t b) {
   switch (k) {
-    case CmpKind::kEq: return a == b;
-    case CmpKind::kNe: return a != b;
-    case CmpKind::kLt: return a < b;
-    case CmpKind::kLe: return a <= b;
-    case CmpKind::kGt: return a > b;
-    case CmpKind::kGe: return a >= b;
+    case CmpKind::kEq:
+      return a == b;
+    case CmpKind::kNe:
+      return a != b;
+    case CmpKind::kLt:
+      return a < b;
+    case CmpKind::kLe:
+      return a <= b;
+    case CmpKind::kGt:
+      return a > b;
+    case CmpKind::kGe:
+      return a >= b;
   }
   return false;
 }
 
 int64_t load_scalar(const Tensor& t) {
-  if (t.numel() != 1) user_error("load_scalar needs a one-element tensor, got ", shape_str(t.shape()));
+  if (t.numel() != 1)
+    user_error("load_scalar needs a one-element tensor, got ", shape_str(t.shape()));
   if (t.device().type != DeviceType::kCPU) user_error("load_scalar needs a host tensor");
   const void* p = t.data();
   switch (t.dtype()) {
-    case DType::kBool: return *static_cast<const uint8_t*>(p) != 0;
-    case DType::kInt8: return *static_cast<const int8_t*>(p);
-    case DType::kInt16: return *static_cast<const int16_t*>(p);
-    case DType::kInt32: return *static_cast<const int32_t*>(p);
-    case DType::kInt64: return *static_cast<const int64_t*>(p);
-    case DType::kUInt8: return *static_cast<const uint8_t*>(p);
-    case DType::kUInt16: return *static_cast<const uint16_t*>(p);
-    case DType::kUInt32: return *static_cast<const uint32_t*>(p);
+    case DType::kBool:
+      return *static_cast<const uint8_t*>(p) != 0;
+    case DType::kInt8:
+      return *static_cast<const int8_t*>(p);
+    case DType::kInt16:
+      return *static_cast<const int16_t*>(p);
+    case DType::kInt32:
+      return *static_cast<const int32_t*>(p);
+    case DType::kInt64:
+      return *static_cast<const int64_t*>(p);
+    case DType::kUInt8:
+      return *static_cast<const uint8_t*>(p);
+    case DType::kUInt16:
+      return *static_cast<const uint16_t*>(p);
+    case DType::kUInt32:
+      return *static_cast<const uint32_t*>(p);
     case DType::kUInt64: {
       uint64_t v = *static_cast<const uint64_t*>(p);
       if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
@@ -62,6 +77,34 @@ int64_t load_scalar(const Tensor& t) {
     default:
       user_error("load_scalar needs an integer or bool tensor, got ", dtype_name(t.dtype()));
   }
+}
+
+// The elements of `s` as an integer host tensor of `dtype`: [n] for rank 1, a scalar for
+// rank 0 (which needs exactly one element). Shape arithmetic done on the host (compiler
+// lowering) feeds kernels that take shapes or indices as tensors this way.
+Value shape_tensor(const Shape& s, int64_t rank, DType dtype) {
+  if (rank != 0 && rank != 1) user_error("shape_tensor: rank must be 0 or 1, got ", rank);
+  if (rank == 0 && s.size() != 1) {
+    user_error("shape_tensor: a scalar needs one element, got ", s.size());
+  }
+  Shape shape = rank == 0 ? Shape{} : Shape{static_cast<int64_t>(s.size())};
+  Tensor t = Tensor::empty(shape, dtype);
+  for (size_t k = 0; k < s.size(); ++k) {
+    switch (dtype) {
+      case DType::kInt64:
+        t.data_as<int64_t>()[k] = s[k];
+        break;
+      case DType::kInt32:
+        t.data_as<int32_t>()[k] = static_cast<int32_t>(s[k]);
+        break;
+      case DType::kBool:
+        t.data_as<uint8_t>()[k] = s[k] != 0;
+        break;
+      default:
+        user_error("shape_tensor: dtype ", dtype_name(dtype), " is not i64, i32 or bool");
+    }
+  }
+  return Value(std::move(t));
 }
 
 }  // namespace
@@ -305,6 +348,10 @@ Value VirtualMachine::execute(size_t entry, std::span<const Value> args) {
         r[a[0]] = load_scalar(r[a[1]].as_tensor());
         ++pc;
         break;
+      case Opcode::ShapeTensor:
+        r[a[0]] = shape_tensor(r[a[1]].as_shape(), a[2], static_cast<DType>(a[3]));
+        ++pc;
+        break;
     }
   }
 }
@@ -326,9 +373,15 @@ int64_t VirtualMachine::select_variant(size_t kernel, const DLTensor* args) {
     for (const DimPredicate& c : k.variants[v].conditions) {
       int64_t d = dim_of(c.arg, c.axis);
       switch (c.kind) {
-        case DimPredicateKind::kEq: ok = d == c.a; break;
-        case DimPredicateKind::kModEq: ok = d >= 0 && d % c.a == c.b; break;
-        case DimPredicateKind::kRange: ok = d >= c.a && d <= c.b; break;
+        case DimPredicateKind::kEq:
+          ok = d == c.a;
+          break;
+        case DimPredicateKind::kModEq:
+          ok = d >= 0 && d % c.a == c.b;
+          break;
+        case DimPredicateKind::kRange:
+          ok = d >= c.a && d <= c.b;
+          break;
       }
       if (!ok) break;
     }

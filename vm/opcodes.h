@@ -57,7 +57,9 @@ enum class OperandKind : uint8_t {
   X(Free,         "free",          Reg)                      /* the register dies */        \
   X(Assert,       "assert",        Reg, Str)                 /* fail with Str if int == 0 */\
   X(Fatal,        "fatal",         Str)                                                     \
-  X(LoadScalar,   "load_scalar",   Dst, Reg)                 /* 1-element host tensor -> int */
+  X(LoadScalar,   "load_scalar",   Dst, Reg)                 /* 1-element host tensor -> int */\
+  X(ShapeTensor,  "shape_tensor",  Dst, Reg, Imm, DType)     /* shape -> integer host      */\
+                                                      /* tensor; Imm = rank (1: [n]; 0: []) */
 // clang-format on
 
 enum class Opcode : uint8_t {

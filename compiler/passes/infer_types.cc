@@ -106,6 +106,9 @@ class TypeInferencer {
     for (const DimSymbol& d : m.dims) analyzer_.bind(d.var, d.min, d.max);
   }
 
+  // What was known about each let-bound tensor, after run().
+  std::unordered_map<uint64_t, ValueFacts> take_facts() { return std::move(facts_); }
+
   Module run() {
     Module out;
     out.dims = module_.dims;
@@ -208,6 +211,7 @@ class TypeInferencer {
         auto [ve, vi] = visit(e->operands[1]);
         where_ = saved;
         Expr typed_var = bind(var, vi);
+        if (vi.fields.empty() && vi.type().is_tensor()) facts_[var->var_id] = vi.facts;
         auto [be, bi] = visit(e->operands[2]);
         return {make_let(typed_var, ve, be), bi};
       }
@@ -373,6 +377,7 @@ class TypeInferencer {
   const Module& module_;
   arith::Analyzer analyzer_;
   std::unordered_map<uint64_t, Info> env_;
+  std::unordered_map<uint64_t, ValueFacts> facts_;  // let-bound tensors, for lowering
   std::set<std::string> active_;
   std::string where_;
 };
@@ -380,5 +385,13 @@ class TypeInferencer {
 }  // namespace
 
 Module infer_types(const Module& module) { return TypeInferencer(module).run(); }
+
+TypedModule infer_types_with_facts(const Module& module) {
+  TypeInferencer inferencer(module);
+  TypedModule out;
+  out.module = inferencer.run();
+  out.facts = inferencer.take_facts();
+  return out;
+}
 
 }  // namespace dynvm::compiler

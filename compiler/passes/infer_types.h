@@ -9,10 +9,22 @@
 // UserError, naming the binding, for an unknown op, a wrong arity or a relation's refusal.
 #pragma once
 
+#include <unordered_map>
+
 #include "compiler/ir/module.h"
+#include "compiler/op/registry.h"
 
 namespace dynvm::compiler {
 
 Module infer_types(const Module& module);
+
+// The typed module and what inference knew about each let-bound tensor variable (by
+// var_id): known values and constants, which lowering uses to compute shape arithmetic on
+// the host and to hand bindings their compile-time inputs.
+struct TypedModule {
+  Module module;
+  std::unordered_map<uint64_t, ValueFacts> facts;
+};
+TypedModule infer_types_with_facts(const Module& module);
 
 }  // namespace dynvm::compiler

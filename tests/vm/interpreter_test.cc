@@ -113,6 +113,21 @@ TEST_F(InterpreterTest, StorageTensorsAndViews) {
   EXPECT_EQ(tail.data_as<float>()[11], 7.5f);
 }
 
+TEST_F(InterpreterTest, ShapeTensorMakesInt64HostTensors) {
+  Value v = call(program_, "shape_tensors", {int64_t{7}, int64_t{-3}});
+  const Tuple& t = v.as_tuple();
+  const Tensor& vec = t[0].as_tensor();
+  EXPECT_EQ(vec.dtype(), DType::kInt64);
+  EXPECT_EQ(vec.shape(), (Shape{2}));
+  EXPECT_EQ(vec.data_as<int64_t>()[0], 7);
+  EXPECT_EQ(vec.data_as<int64_t>()[1], -3);
+  EXPECT_EQ(t[1].as_tensor().shape(), (Shape{}));
+  EXPECT_EQ(t[1].as_tensor().dtype(), DType::kInt32);
+  EXPECT_EQ(t[2].as_int(), 7);
+  EXPECT_USER_ERROR(call(program_, "bad_shape_tensor", {int64_t{1}, int64_t{2}}),
+                    "shape_tensor: a scalar needs one element, got 2");
+}
+
 TEST_F(InterpreterTest, TensorThatDoesNotFitItsStorageIsAnError) {
   EXPECT_EQ(call(program_, "overflowing_tensor", {int64_t{0}}).as_tensor().shape(), (Shape{4}));
   EXPECT_USER_ERROR(call(program_, "overflowing_tensor", {int64_t{4}}),
