@@ -6,33 +6,16 @@ ratio to the measured bandwidth of a plain y = x + z loop (same traffic per elem
 Single-thread rates use CPU time (on a shared machine wall time includes other
 processes' turns); 2-thread rates use wall time, the only clock that sees both threads.
 Medians when the run has repetitions."""
-import json
 import sys
+
+from benchmark_json import load, seconds
 
 N = 1 << 24
 BYTES = 12.0 * N
 
 
-def load(path):
-    with open(path) as f:
-        data = json.load(f)
-    rows = {}
-    for b in data["benchmarks"]:
-        name = b.get("run_name", b["name"]).removesuffix("/real_time")
-        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
-            continue
-        if b.get("run_type") == "iteration" and name in rows and rows[name].get("_median"):
-            continue
-        entry = dict(b)
-        entry["_median"] = b.get("run_type") == "aggregate"
-        rows[name] = entry
-    return rows
-
-
 def gbps(entry, threads):
-    scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[entry.get("time_unit", "ns")]
-    t = entry["cpu_time" if threads == 1 else "real_time"] * scale
-    return BYTES / t / 1e9
+    return BYTES / seconds(entry, "cpu_time" if threads == 1 else "real_time") / 1e9
 
 
 def main(path):

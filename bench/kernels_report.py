@@ -6,30 +6,10 @@ the conv layer's row (dynvm static / symbolic vs the peak and oneDNN's nchw and 
 Single-thread rates use CPU time (the machine may be shared: wall time then includes other
 processes' turns); the 2-thread scaling compares wall times, the only clock that sees both
 threads. Medians when the run has repetitions."""
-import json
 import re
 import sys
 
-
-def load(path):
-    with open(path) as f:
-        data = json.load(f)
-    rows = {}
-    for b in data["benchmarks"]:
-        name = b.get("run_name", b["name"])
-        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
-            continue
-        if b.get("run_type") == "iteration" and name in rows and rows[name].get("_median"):
-            continue
-        entry = dict(b)
-        entry["_median"] = b.get("run_type") == "aggregate"
-        rows[name] = entry
-    return rows
-
-
-def seconds(entry, key):
-    scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[entry.get("time_unit", "ns")]
-    return entry[key] * scale
+from benchmark_json import load, seconds
 
 
 def gflops(entry, key="cpu_time"):

@@ -43,6 +43,7 @@ int64_t integer_element(const vm::Tensor& t, int64_t i) {
     case vm::DType::kInt8:
       return t.data_as<int8_t>()[i];
     case vm::DType::kUInt8:
+    case vm::DType::kBool:
       return t.data_as<uint8_t>()[i];
     case vm::DType::kUInt16:
       return t.data_as<uint16_t>()[i];
@@ -162,6 +163,7 @@ class TypeInferencer {
     auto [body, info] = visit(f.body);
     typed->body = body;
     typed->result_type = info.type();
+    typed->result_names = f.result_names;
     active_.erase(f.name);
     return {typed, info};
   }
@@ -246,7 +248,7 @@ class TypeInferencer {
     Info i;
     i.facts.type = tensor_type(t.dtype(), dims);
     i.facts.constant = t;
-    if (vm::is_integer(t.dtype()) && t.shape().size() <= 1 && t.numel() <= kMaxTrackedValue) {
+    if ((vm::is_integer(t.dtype()) || t.dtype() == vm::DType::kBool) && t.numel() <= kMaxTrackedValue) {
       std::vector<Dim> v;
       for (int64_t k = 0; k < t.numel(); ++k) v.emplace_back(integer_element(t, k));
       i.facts.value = v;
@@ -306,8 +308,9 @@ class TypeInferencer {
     auto [ee, ei] = visit(e->operands[2]);
     Info joined = join_info(
         ti, ei,
-        where + ": the branches' types differ and the condition depends on run-time values or on "
-                "dims whose declared ranges do not decide it (bound them with --dim)");
+        where +
+            ": the branches' types differ and the condition depends on run-time values or on "
+            "dims whose declared ranges do not decide it (bound them with --dim)");
     return {make_if(ce, te, ee, joined.type()), joined};
   }
 
@@ -316,7 +319,16 @@ class TypeInferencer {
     Expr max_trip, cond;
     Info trip_info;
     if (loop_max_trip(e).defined()) std::tie(max_trip, trip_info) = visit(loop_max_trip(e));
-    if (loop_cond(e).defined()) cond = visit(loop_cond(e)).first;
+    // A condition that starts true and that the body maps true -> true stays true (by
+    // induction), so such a loop runs exactly max_trip times, like one without a condition
+    // (exporters always pass cond = true).
+    bool cond_starts_true = true;
+    if (loop_cond(e).defined()) {
+      Info ci;
+      std::tie(cond, ci) = visit(loop_cond(e));
+      cond_starts_true = ci.facts.value && ci.facts.value->size() == 1 &&
+                         (*ci.facts.value)[0].is_const() && (*ci.facts.value)[0].value() != 0;
+    }
     std::vector<Expr> init;
     std::vector<Info> carried;
     for (const Expr& c : loop_carried(e)) {
@@ -328,8 +340,12 @@ class TypeInferencer {
     // Generalize the carried types until the body maps them onto themselves.
     std::pair<std::shared_ptr<Function>, Info> typed;
     for (int round = 0;; ++round) {
-      std::vector<Info> args{tensor_info({tensor_type(vm::DType::kInt64, {}), std::nullopt, {}}),
-                             tensor_info({tensor_type(vm::DType::kBool, {}), std::nullopt, {}})};
+      std::vector<Info> args{
+          tensor_info({tensor_type(vm::DType::kInt64, {}), std::nullopt, {}}),
+          tensor_info({tensor_type(vm::DType::kBool, {}),
+                       cond_starts_true ? std::optional<std::vector<Dim>>(std::vector<Dim>{Dim(1)})
+                                        : std::nullopt,
+                       {}})};
       for (const Info& c : carried) {
         Info plain;  // values and constants change between iterations
         plain.facts.type = c.type();
@@ -359,7 +375,11 @@ class TypeInferencer {
                  e->index);
     }
     Dim trips = Dim::any();
-    if (!cond.defined() && trip_info.facts.value && trip_info.facts.value->size() == 1) {
+    const auto& next_cond = out.fields[0].facts.value;
+    const bool cond_stays_true = cond_starts_true && next_cond && next_cond->size() == 1 &&
+                                 (*next_cond)[0].is_const() && (*next_cond)[0].value() != 0;
+    if ((!cond.defined() || cond_stays_true) && trip_info.facts.value &&
+        trip_info.facts.value->size() == 1) {
       trips = (*trip_info.facts.value)[0];
     }
     std::vector<Info> results = carried;

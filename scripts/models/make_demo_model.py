@@ -140,7 +140,7 @@ def save_case(case_dir, inputs, outputs):
     for kind, values in (("inputs", inputs), ("outputs", outputs)):
         os.makedirs(os.path.join(case_dir, kind), exist_ok=True)
         for name, value in values.items():
-            np.save(os.path.join(case_dir, kind, f"{name}.npy"), np.ascontiguousarray(value))
+            np.save(os.path.join(case_dir, kind, f"{name}.npy"), np.array(value, order="C"))  # keeps 0-d arrays 0-d
 
 
 def main():

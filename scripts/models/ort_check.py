@@ -27,7 +27,7 @@ def ort_run(model_path, inputs):
                 os.path.join(tmp, "run")]
         for name, value in inputs.items():
             path = os.path.join(tmp, f"in_{name}.npy")
-            np.save(path, np.ascontiguousarray(value))
+            np.save(path, np.array(value, order="C"))  # keeps 0-d arrays 0-d
             args += ["--input", f"{name}={path}"]
         done = subprocess.run(args, capture_output=True, text=True)
         if done.returncode != 0:

@@ -80,8 +80,8 @@ fn @main(%x: f32[4, (n + 3) floordiv 4]) {
 }
 
 TEST(InferTypes, LoopCarriedTypesAndScanOutputs) {
-  // A fixed trip count with no condition stacks scans along a known dim; a condition makes
-  // the count unknown; a carried value that grows generalizes to Any.
+  // A fixed trip count with no condition stacks scans along a known dim; a condition that
+  // may stop the loop makes the count unknown; a carried value that grows generalizes to Any.
   std::string out = inferred(R"(dim n: 1..100
 fn @main(%x: f32[n]) {
   %trips = Gather(Shape(%x), const(i64[], [0])) {axis=0}
@@ -91,9 +91,17 @@ fn @main(%x: f32[n]) {
   %b = loop(max_trip=%trips, cond=const(bool[], [true]), %x) scan_outputs=0 fn(%i: i64[], %go: bool[], %v: f32[?]) {
     return (%go, Concat(%v, %v) {axis=0})
   }
-  return (%a.1, %b.0)
+  %c = loop(max_trip=%trips, cond=const(bool[], [true]), %x) scan_outputs=1 fn(%i: i64[], %go: bool[], %acc: f32[n]) {
+    return (Identity(%go), %acc, Relu(%acc))
+  }
+  %d = loop(max_trip=%trips, cond=const(bool[], [true]), %x) scan_outputs=1 fn(%i: i64[], %go: bool[], %acc: f32[n]) {
+    return (Not(%go), %acc, Relu(%acc))
+  }
+  return (%a.1, %b.0, %c.1, %d.1)
 })");
-  EXPECT_NE(out.find("-> (f32[n, n], f32[?])"), std::string::npos) << out;
+  // A condition that starts true and stays true (by induction) keeps the trip count; one
+  // that can turn false does not.
+  EXPECT_NE(out.find("-> (f32[n, n], f32[?], f32[n, n], f32[?, n])"), std::string::npos) << out;
 }
 
 TEST(InferTypes, ErrorsNameTheBinding) {

@@ -3,10 +3,7 @@
 // values, --info/--disasm/--repeat print what they promise, and every bad command line,
 // input or file ends in exactly one stderr line starting with "vmrun: " and a non-zero
 // exit (2 for the command line, 1 for the rest), never a crash.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,28 +14,16 @@
 #include <sstream>
 
 #include "serializer/vmexe.h"
+#include "tests/support/run_program.h"
 #include "vm/npy.h"
 #include "vm/tools/float16.h"
-
-extern char** environ;
 
 namespace dynvm::vm {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int status = -1;  // exit code; 128 + signal if killed
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using Result = testing::ProgramResult;
 
 // Every directory fresh_dir made, removed when the test program ends.
 std::vector<std::string>& made_dirs() {
@@ -72,33 +57,7 @@ std::string model(const std::string& name) { return std::string(VMRUN_FIXTURE_DI
 // Runs vmrun with `args`, stdout and stderr captured through files (no pipe to drain).
 Result vmrun(const std::vector<std::string>& args) {
   std::string dir = fresh_dir("run");
-  std::string out_path = dir + "/stdout";
-  std::string err_path = dir + "/stderr";
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  std::vector<char*> argv;
-  std::string program = VMRUN_PATH;
-  argv.push_back(program.data());
-  std::vector<std::string> copies = args;
-  for (std::string& a : copies) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  Result r;
-  int rc = posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    ADD_FAILURE() << "posix_spawn failed: " << std::strerror(rc);
-    return r;
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(out_path);
-  r.err = slurp(err_path);
+  Result r = testing::run_program(VMRUN_PATH, args, dir);
   fs::remove_all(dir);
   return r;
 }
@@ -203,8 +162,9 @@ TEST(Vmrun, SyncAndThreadedExecutorsGiveTheSameOutputs) {
                                      "h=" + hp,           "--output-dir", out};
     args.insert(args.end(), mode.begin(), mode.end());
     expect_success(args);
-    std::string bytes =
-        slurp(out + "/flat.npy") + slurp(out + "/h_out.npy") + slurp(out + "/rows.npy");
+    std::string bytes = testing::slurp_file(out + "/flat.npy") +
+                        testing::slurp_file(out + "/h_out.npy") +
+                        testing::slurp_file(out + "/rows.npy");
     if (first.empty()) first = bytes;
     EXPECT_EQ(bytes, first);
   }
@@ -222,9 +182,9 @@ TEST(Vmrun, RandomInputsAreSeededAndInTheirRanges) {
   std::string s8 = run_dtypes("8");
   for (const char* name : {"a", "b", "c"}) {
     std::string file = std::string("/") + name + ".npy";
-    EXPECT_EQ(slurp(s7 + file), slurp(s7_again + file)) << name;
+    EXPECT_EQ(testing::slurp_file(s7 + file), testing::slurp_file(s7_again + file)) << name;
   }
-  EXPECT_NE(slurp(s7 + "/c.npy"), slurp(s8 + "/c.npy"));
+  EXPECT_NE(testing::slurp_file(s7 + "/c.npy"), testing::slurp_file(s8 + "/c.npy"));
   Tensor a = read_npy(s7 + "/a.npy");
   ASSERT_EQ(a.shape(), Shape{50});
   std::set<int64_t> seen;

@@ -26,6 +26,7 @@
 #include "vm/tools/cli_options.h"
 #include "vm/tools/input_binding.h"
 #include "vm/tools/output_report.h"
+#include "vm/tools/tool_main.h"
 #include "vm/verifier.h"
 
 namespace dynvm::vmrun {
@@ -108,35 +109,10 @@ int run(int argc, const char* const* argv) {
   return 0;
 }
 
-// One line, whatever the message holds, so scripts can rely on it.
-int report_failure(int status, std::string_view message) {
-  std::cout.flush();
-  std::string line(message);
-  for (char& c : line) {
-    if (c == '\n' || c == '\r') c = ' ';
-  }
-  std::fprintf(stderr, "vmrun: %s\n", line.c_str());
-  return status;
-}
-
 }  // namespace
 }  // namespace dynvm::vmrun
 
 int main(int argc, char** argv) {
-  using dynvm::vmrun::report_failure;
-  try {
-    return dynvm::vmrun::run(argc, argv);
-  } catch (const dynvm::vmrun::UsageError& e) {
-    return report_failure(2, e.what());
-  } catch (const dynvm::InternalError& e) {
-    return report_failure(1, std::string("internal error (a bug in dynvm): ") + e.what());
-  } catch (const dynvm::Error& e) {
-    return report_failure(1, e.what());
-  } catch (const std::bad_alloc&) {
-    return report_failure(1, "out of memory");
-  } catch (const std::exception& e) {
-    return report_failure(1, e.what());
-  } catch (...) {
-    return report_failure(1, "unknown error");
-  }
+  return dynvm::tools::tool_main<dynvm::vmrun::UsageError>(
+      "vmrun", [&] { return dynvm::vmrun::run(argc, argv); });
 }
