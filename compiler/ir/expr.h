@@ -81,6 +81,9 @@ struct Function {
   std::vector<Expr> params;
   Expr body;
   Type result_type;
+  // The names of the results (the ONNX graph's outputs), when the frontend knows them;
+  // the executable's output signature uses them. Not part of the text form.
+  std::vector<std::string> result_names;
 };
 
 // ---- builders: each checks its operands' kinds (internal errors) ----

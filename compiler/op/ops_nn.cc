@@ -86,9 +86,16 @@ Facts conv_transpose_op(OpContext& ctx) {
   if (!w[1].is_const()) ctx.fail("weights' output channels must be static");
   std::vector<Dim> out{x[0], Dim(w[1].value() * group)};
   std::vector<int64_t> shape = ctx.attr_ints("output_shape", {});
+  // SAME_UPPER / SAME_LOWER: the output is in * stride (the pads are derived from it).
+  std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
+  const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
   for (size_t k = 0; k < n; ++k) {
     if (!shape.empty()) {
-      out.emplace_back(shape[k]);
+      out.emplace_back(shape[shape.size() - n + k]);
+      continue;
+    }
+    if (same) {
+      out.push_back(ctx.mul(x[k + 2], Dim(strides[k])));
       continue;
     }
     Dim d = ctx.mul(ctx.sub(x[k + 2], Dim(1)), Dim(strides[k]));

@@ -48,6 +48,7 @@ class GraphImporter {
     f->body = block(g, /*tuple_always=*/true);
     std::vector<Type> results;
     for (const auto& out : g.output()) {
+      f->result_names.push_back(out.name());
       results.push_back(value_type(out, "graph output " + out.name()));
     }
     if (std::all_of(results.begin(), results.end(), [](const Type& t) { return t.defined(); })) {
@@ -88,6 +89,13 @@ class GraphImporter {
 
   arith::Var symbol(const std::string& model_name) {
     std::string name = identifier(model_name);
+    for (const std::string& key : {model_name, name}) {
+      auto alias = options_.same_dims.find(key);
+      if (alias != options_.same_dims.end()) {
+        used_dim_options_.insert(key);
+        if (identifier(alias->second) != name) return symbol(alias->second);
+      }
+    }
     if (const compiler::DimSymbol* d = module_->find_dim(name)) return d->var;
     compiler::DimSymbol d{arith::Var(name)};
     for (const std::string& key : {model_name, name}) {
@@ -103,7 +111,10 @@ class GraphImporter {
   }
 
   void check_dims_used() {
-    for (const auto& [name, range] : options_.dims) {
+    // Every --dim must name a dim of the model (a range or an alias alike).
+    std::map<std::string, DimRange> named = options_.dims;
+    for (const auto& [name, other] : options_.same_dims) named[name] = {};
+    for (const auto& [name, range] : named) {
       if (used_dim_options_.count(name)) continue;
       std::string known;
       for (const auto& d : module_->dims) known += (known.empty() ? "" : ", ") + d.var.name();

@@ -41,6 +41,10 @@ struct ImportOptions {
   // Ranges for symbolic dims, by the model's name or the sanitized one (vmc --dim).
   // A name that matches no dim is a UserError.
   std::map<std::string, DimRange> dims;
+  // Dims that are the same size though the model names them apart (vmc --dim A=B): dim A
+  // becomes dim B. ONNX models often leave a batch dim unnamed in each input
+  // (silero's `input_0` and `state_1`), and shapes only line up once they are one symbol.
+  std::map<std::string, std::string> same_dims;
 };
 
 compiler::Module import_onnx_file(const std::string& path, const ImportOptions& options = {});

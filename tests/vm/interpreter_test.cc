@@ -128,6 +128,16 @@ TEST_F(InterpreterTest, ShapeTensorMakesInt64HostTensors) {
                     "shape_tensor: a scalar needs one element, got 2");
 }
 
+TEST_F(InterpreterTest, TupleAppendAndTupleGetCollectValues) {
+  Value v = call(program_, "collect", {int64_t{5}});
+  const Tuple& t = v.as_tuple();
+  const Tuple& items = t[0].as_tuple();
+  ASSERT_EQ(items.size(), 5u);
+  for (int64_t i = 0; i < 5; ++i) EXPECT_EQ(items[static_cast<size_t>(i)].as_int(), i);
+  EXPECT_EQ(t[1].as_int(), 4);
+  EXPECT_USER_ERROR(call(program_, "collect", {int64_t{0}}), "tuple_get: index -1 of a tuple of 0");
+}
+
 TEST_F(InterpreterTest, TensorThatDoesNotFitItsStorageIsAnError) {
   EXPECT_EQ(call(program_, "overflowing_tensor", {int64_t{0}}).as_tensor().shape(), (Shape{4}));
   EXPECT_USER_ERROR(call(program_, "overflowing_tensor", {int64_t{4}}),

@@ -1,0 +1,668 @@
+// Lowering a typed module to an executable (see lower.h).
+#include "compiler/lower/lower.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+#include <unordered_map>
+
+#include "compiler/ir/printer.h"
+#include "compiler/lower/shape_code.h"
+#include "compiler/op/binding.h"
+#include "kernels/arith/printer.h"
+#include "kernels/arith/simplify.h"
+#include "kernels/dispatch/kernel_set.h"
+#include "kernels/ops/elementwise.h"
+#include "vm/error.h"
+
+namespace dynvm::compiler {
+namespace {
+
+constexpr int64_t kCpuDevice = int64_t{1} << 32;  // (DeviceType::kCPU << 32) | device 0
+
+// A value at run time: one register, or (for a tuple the compiler tracks) several.
+struct Regs {
+  std::vector<uint32_t> regs;
+  bool is_tuple = false;
+  uint32_t one() const {
+    DYNVM_INTERNAL_CHECK(!is_tuple && regs.size() == 1, "a tuple used as one value");
+    return regs[0];
+  }
+};
+
+// One kernel the function calls: its binding instantiated for concrete argument types.
+struct KernelUse {
+  std::string name;
+  dispatch::OpBuilder build;
+  std::vector<ops::TensorType> arg_types;
+};
+
+ops::TensorType kernel_type(const Type& t, const std::string& where) {
+  if (!t.is_tensor()) user_error(where, ": a kernel argument is ", to_string(t));
+  ops::TensorType out{t->dtype, {}};
+  for (const Dim& d : t->dims) {
+    if (d.is_any()) {
+      user_error(where, ": a kernel argument has a dim unknown at compile time (", to_string(t),
+                 "); lowering needs every dim as an expression of the inputs' dims");
+    }
+    out.shape.push_back(d.expr());
+  }
+  return out;
+}
+
+class FunctionLowering {
+ public:
+  FunctionLowering(const TypedModule& typed, vm::Executable* exe, std::vector<KernelUse>* kernels)
+      : typed_(typed), exe_(exe), kernels_(kernels), shapes_(&code_, &next_reg_) {}
+
+  vm::Function lower(const Function& f) {
+    for (const Expr& p : f.params) {
+      uint32_t r = next_reg_++;
+      values_[p->var_id] = Regs{{r}, false};
+      types_[p->var_id] = p.type();
+    }
+    bind_dims(f);
+    Regs result = block(f.body, "@" + f.name);
+    uint32_t out = result.is_tuple ? tuple_register(result) : result.one();
+    code_.push_back({vm::Opcode::Ret, {out}});
+    vm::Function fn;
+    fn.name = f.name;
+    fn.num_params = static_cast<uint32_t>(f.params.size());
+    fn.code = std::move(code_);
+    insert_frees(fn);
+    fn.num_registers = next_reg_;
+    return fn;
+  }
+
+ private:
+  // Each symbolic dim is read once from the first input that has it alone as a dim.
+  void bind_dims(const Function& f) {
+    for (size_t i = 0; i < f.params.size(); ++i) {
+      const Type& t = f.params[i].type();
+      if (!t.is_tensor()) continue;
+      for (size_t axis = 0; axis < t->dims.size(); ++axis) {
+        const Dim& d = t->dims[axis];
+        if (d.is_any() || d.expr().kind() != arith::ExprKind::kVar) continue;
+        if (shapes_.is_bound(d.expr()->var_id)) continue;
+        uint32_t r = next_reg_++;
+        code_.push_back(
+            {vm::Opcode::Dim, {r, static_cast<int64_t>(i), static_cast<int64_t>(axis)}});
+        shapes_.bind(arith::Var(d.expr()), r);
+      }
+    }
+  }
+
+  uint32_t tuple_register(const Regs& t) {
+    uint32_t r = next_reg_++;
+    std::vector<int64_t> args{r};
+    for (uint32_t x : t.regs) args.push_back(x);
+    code_.push_back({vm::Opcode::AllocTuple, args});
+    return r;
+  }
+
+  // A let chain: each binding in order, then the result.
+  Regs block(const Expr& body, const std::string& where) {
+    Expr e = body;
+    while (e.kind() == ExprKind::kLet) {
+      const Expr& var = e->operands[0];
+      Regs value = expr(e->operands[1], "%" + var->name, var->var_id);
+      values_[var->var_id] = value;
+      types_[var->var_id] = var.type();
+      e = e->operands[2];
+    }
+    return expr(e, where);
+  }
+
+  // `bound_var`: the let variable e is bound to (0 if none), whose facts inference kept.
+  Regs expr(const Expr& e, const std::string& where, uint64_t bound_var = 0) {
+    switch (e.kind()) {
+      case ExprKind::kVar: {
+        auto it = values_.find(e->var_id);
+        DYNVM_INTERNAL_CHECK(it != values_.end(), "unbound %", e->name);
+        return it->second;
+      }
+      case ExprKind::kConstant:
+        return Regs{{constant(e->value)}, false};
+      case ExprKind::kTuple: {
+        Regs t{{}, true};
+        for (const Expr& f : e->operands) t.regs.push_back(expr(f, where).one());
+        return t;
+      }
+      case ExprKind::kGetItem: {
+        Regs t = expr(e->operands[0], where);
+        DYNVM_INTERNAL_CHECK(t.is_tuple && static_cast<size_t>(e->index) < t.regs.size(), where,
+                             ": get_item of a non-tuple");
+        return Regs{{t.regs[static_cast<size_t>(e->index)]}, false};
+      }
+      case ExprKind::kLet:
+        return block(e, where);
+      case ExprKind::kCall:
+        return call(e, where, bound_var);
+      case ExprKind::kIf:
+        return if_expr(e, where);
+      case ExprKind::kLoop:
+        return loop(e, where);
+      case ExprKind::kCallFunction:
+        user_error(where, ": calls of other functions are not lowered yet");
+    }
+    DYNVM_INTERNAL_CHECK(false, "unknown expression kind");
+  }
+
+  uint32_t constant(const vm::Tensor& t) {
+    auto it = constant_index_.find(t.data());
+    size_t index;
+    if (it != constant_index_.end()) {
+      index = it->second;
+    } else {
+      index = exe_->constants.size();
+      exe_->constants.push_back(t);
+      constant_index_[t.data()] = index;
+    }
+    uint32_t r = next_reg_++;
+    code_.push_back({vm::Opcode::LoadConst, {r, static_cast<int64_t>(index)}});
+    return r;
+  }
+
+  // The facts of an operand: what inference recorded for a let-bound variable, the value of
+  // a constant, or the bare type.
+  ValueFacts facts_of(const Expr& operand) const {
+    if (operand.kind() == ExprKind::kTuple && operand->operands.empty()) return {};
+    ValueFacts f;
+    f.type = operand.type();
+    if (operand.kind() == ExprKind::kVar) {
+      auto it = typed_.facts.find(operand->var_id);
+      if (it != typed_.facts.end()) return it->second;
+      auto t = types_.find(operand->var_id);
+      if (t != types_.end()) f.type = t->second;
+    } else if (operand.kind() == ExprKind::kConstant) {
+      f.constant = operand->value;
+    }
+    return f;
+  }
+
+  // Registers holding a shape value for `t`'s dims.
+  uint32_t shape_of(const Type& t, const std::string& where) {
+    std::vector<int64_t> args{0};
+    for (const Dim& d : t->dims) {
+      if (d.is_any()) user_error(where, ": the output shape ", to_string(t), " is not known");
+      args.push_back(shapes_.emit(d.expr()));
+    }
+    uint32_t r = next_reg_++;
+    args[0] = r;
+    code_.push_back({vm::Opcode::MakeShape, args});
+    return r;
+  }
+
+  uint32_t alloc(const Type& t, const std::string& where) {
+    uint32_t shape = shape_of(t, where);
+    arith::Expr bytes = arith::make_int(static_cast<int64_t>(vm::dtype_size(t->dtype)));
+    for (const Dim& d : t->dims) bytes = bytes * d.expr();
+    uint32_t size = shapes_.emit(arith::simplify(bytes));
+    uint32_t storage = next_reg_++, offset = shapes_.emit(arith::make_int(0)), out = next_reg_++;
+    code_.push_back({vm::Opcode::AllocStorage, {storage, size, kCpuDevice}});
+    code_.push_back(
+        {vm::Opcode::AllocTensor, {out, storage, offset, shape, static_cast<int64_t>(t->dtype)}});
+    return out;
+  }
+
+  // A value known at compile time as dims: a constant when every element is one, else
+  // integers computed on the host and made into an i64 tensor.
+  uint32_t host_value(const Type& t, const std::vector<Dim>& value, const std::string& where) {
+    bool all_const =
+        std::all_of(value.begin(), value.end(), [](const Dim& d) { return d.is_const(); });
+    std::vector<int64_t> shape;
+    for (const Dim& d : t->dims) shape.push_back(d.value());
+    if (all_const) {
+      vm::Tensor c = vm::Tensor::empty(shape, t->dtype);
+      for (size_t k = 0; k < value.size(); ++k) store_integer(c, k, value[k].value());
+      return constant(c);
+    }
+    if (t->dtype != vm::DType::kInt64 && t->dtype != vm::DType::kInt32 &&
+        t->dtype != vm::DType::kBool) {
+      user_error(where, ": a ", vm::dtype_name(t->dtype),
+                 " value computed on the host is not supported (i64, i32 and bool are)");
+    }
+    std::vector<int64_t> args{0};
+    for (const Dim& d : value) args.push_back(shapes_.emit(d.expr()));
+    uint32_t s = next_reg_++;
+    args[0] = s;
+    code_.push_back({vm::Opcode::MakeShape, args});
+    uint32_t r = next_reg_++;
+    code_.push_back(
+        {vm::Opcode::ShapeTensor, {r, s, shape.empty() ? 0 : 1, static_cast<int64_t>(t->dtype)}});
+    if (shape.size() <= 1) return r;
+    uint32_t view = next_reg_++;  // rank >= 2: a view of the flat values
+    code_.push_back({vm::Opcode::ReshapeView, {view, r, shape_of(t, where)}});
+    return view;
+  }
+
+  static void store_integer(vm::Tensor& t, size_t k, int64_t v) {
+    switch (t.dtype()) {
+      case vm::DType::kInt64:
+        t.data_as<int64_t>()[k] = v;
+        break;
+      case vm::DType::kInt32:
+        t.data_as<int32_t>()[k] = static_cast<int32_t>(v);
+        break;
+      case vm::DType::kBool:
+        t.data_as<uint8_t>()[k] = v != 0;
+        break;
+      default:
+        user_error("cannot store a known value of dtype ", vm::dtype_name(t.dtype()));
+    }
+  }
+
+  Regs call(const Expr& e, const std::string& where_binding, uint64_t bound_var) {
+    const std::string where = where_binding + " = " + e->name;
+    std::vector<ValueFacts> inputs;
+    for (const Expr& a : e->operands) inputs.push_back(facts_of(a));
+    // Operands are lowered when used: inputs a binding reads at compile time (Slice's
+    // starts, Clip's bounds) never load.
+    auto operand = [&](size_t i) -> uint32_t {
+      if (i >= e->operands.size() || inputs[i].absent()) {
+        user_error(where, ": input ", i, " is absent");
+      }
+      return expr(e->operands[i], where).one();
+    };
+    std::vector<Type> outputs;
+    const bool tuple = e.type().kind() == TypeKind::kTuple;
+    if (tuple) {
+      outputs = e.type()->fields;
+    } else {
+      outputs = {e.type()};
+    }
+    // Everything known at compile time: computed on the host, no binding needed.
+    if (!tuple && bound_var != 0) {
+      auto known = typed_.facts.find(bound_var);
+      if (known != typed_.facts.end() && known->second.value && outputs[0].is_tensor()) {
+        return Regs{{host_value(outputs[0], *known->second.value, where)}, false};
+      }
+    }
+    const BindFn* bind = find_binding(e->name);
+    if (bind == nullptr) user_error(where, ": no kernel computes ", e->name, " yet");
+    KernelBinding b = (*bind)(BindContext(where, e->attrs, inputs, outputs));
+    switch (b.kind) {
+      case LoweringKind::kAlias: {
+        uint32_t r = next_reg_++;
+        code_.push_back({vm::Opcode::Move, {r, operand(0)}});
+        return Regs{{r}, false};
+      }
+      case LoweringKind::kView: {
+        uint32_t r = next_reg_++;
+        uint32_t source = operand(0);
+        code_.push_back({vm::Opcode::ReshapeView, {r, source, shape_of(outputs[0], where)}});
+        return Regs{{r}, false};
+      }
+      case LoweringKind::kHost:
+        user_error(where, ": its value is not known at compile time, so it cannot run on the host");
+      case LoweringKind::kKernel:
+        break;
+    }
+    std::vector<ops::TensorType> arg_types;
+    std::vector<int64_t> args{static_cast<int64_t>(kernel_index(b, inputs, where, &arg_types)),
+                              static_cast<int64_t>(b.args.size())};
+    for (size_t i : b.args) args.push_back(operand(i));
+    Regs out{{}, tuple};
+    for (const Type& t : outputs) {
+      uint32_t r = alloc(t, where);
+      out.regs.push_back(r);
+      args.push_back(r);
+    }
+    code_.push_back({vm::Opcode::InvokeKernel, args});
+    return out;
+  }
+
+  // A kernel binds each symbolic dim from an argument dim that is exactly that symbol
+  // (kernels/codegen). Dims that are expressions of the model's dims (`(w + 1) floordiv 2`
+  // after a strided conv) become fresh symbols, one per distinct expression, so the kernel
+  // reads them from its arguments; equal expressions stay one symbol.
+  static void generalize_dims(std::vector<ops::TensorType>* types) {
+    std::vector<std::pair<arith::Expr, arith::Expr>> fresh;
+    for (ops::TensorType& t : *types) {
+      for (arith::Expr& d : t.shape) {
+        if (d.is_int_imm() || d.kind() == arith::ExprKind::kVar) continue;
+        arith::Expr replacement;
+        for (const auto& [expr, var] : fresh) {
+          if (arith::structural_equal(expr, d)) replacement = var;
+        }
+        if (!replacement.defined()) {
+          replacement = arith::Var("d" + std::to_string(fresh.size()));
+          fresh.emplace_back(d, replacement);
+        }
+        d = replacement;
+      }
+    }
+  }
+
+  // The kernel for this binding and these argument types (shared between equal uses).
+  size_t kernel_index(const KernelBinding& b, const std::vector<ValueFacts>& inputs,
+                      const std::string& where, std::vector<ops::TensorType>* arg_types) {
+    std::string key = b.key;
+    for (size_t i : b.args) {
+      if (i >= inputs.size() || inputs[i].absent()) {
+        user_error(where, ": kernel argument ", i, " is absent");
+      }
+      arg_types->push_back(kernel_type(inputs[i].type, where));
+      key += "|" + to_string(inputs[i].type);
+    }
+    generalize_dims(arg_types);
+    auto it = kernel_keys_.find(key);
+    if (it != kernel_keys_.end()) return it->second;
+    size_t index = kernels_->size();
+    std::string name = "k" + std::to_string(index);
+    for (char c : b.key) {
+      if (name.size() > 40) break;
+      if (std::isalnum(static_cast<unsigned char>(c)))
+        name += c;
+      else if (name.back() != '_')
+        name += '_';
+    }
+    kernels_->push_back({name, b.build, *arg_types});
+    kernel_keys_[key] = index;
+    return index;
+  }
+
+  Regs if_expr(const Expr& e, const std::string& where) {
+    uint32_t cond_tensor = expr(e->operands[0], where).one();
+    uint32_t cond = next_reg_++;
+    code_.push_back({vm::Opcode::LoadScalar, {cond, cond_tensor}});
+    const size_t branch_at = code_.size();
+    code_.push_back({vm::Opcode::If, {cond, 0, 0}});
+    // Shape registers computed in one branch are not valid in the other or after.
+    shapes_.clear_cache();
+    code_[branch_at].args[1] = static_cast<int64_t>(code_.size());
+    Regs then_value = expr(e->operands[1], where);
+    Regs result = fresh_like(then_value);
+    move_all(then_value, result);
+    const size_t goto_at = code_.size();
+    code_.push_back({vm::Opcode::Goto, {0}});
+    shapes_.clear_cache();
+    code_[branch_at].args[2] = static_cast<int64_t>(code_.size());
+    Regs else_value = expr(e->operands[2], where);
+    move_all(else_value, result);
+    shapes_.clear_cache();
+    code_[goto_at].args[0] = static_cast<int64_t>(code_.size());
+    has_branches_ = true;
+    return result;
+  }
+
+  uint32_t imm(int64_t v) {
+    uint32_t r = next_reg_++;
+    code_.push_back({vm::Opcode::LoadImm, {r, v}});
+    return r;
+  }
+
+  // A scalar tensor of `dtype` holding integer register `value` (a loop's iteration number
+  // and condition as the body sees them).
+  uint32_t scalar_tensor(uint32_t value, vm::DType dtype) {
+    uint32_t shape = next_reg_++, t = next_reg_++;
+    code_.push_back({vm::Opcode::MakeShape, {shape, value}});
+    code_.push_back({vm::Opcode::ShapeTensor, {t, shape, 0, static_cast<int64_t>(dtype)}});
+    return t;
+  }
+
+  // ONNX Loop as a bytecode loop:
+  //   i = 0; cond = cond_in; carried = init
+  //   head: if !(i < max_trip && cond) goto exit
+  //         body(i, cond, carried...) -> (cond', carried'..., scans...)
+  //         scan element k appended to a tuple; i += 1; goto head
+  //   exit: each scan output allocated as [i, elem...] and filled by a generated copy kernel
+  //         per element (a view of the output at element k's offset).
+  Regs loop(const Expr& e, const std::string& where) {
+    const Function& body = *e->body;
+    uint32_t max_trip = loop_max_trip(e).defined()
+                            ? load_scalar(expr(loop_max_trip(e), where).one())
+                            : imm(std::numeric_limits<int64_t>::max());
+    uint32_t cond = loop_cond(e).defined() ? load_scalar(expr(loop_cond(e), where).one()) : imm(1);
+    std::vector<Expr> init = loop_carried(e);
+    std::vector<uint32_t> carried;
+    for (const Expr& c : init) {
+      uint32_t r = next_reg_++;
+      code_.push_back({vm::Opcode::Move, {r, expr(c, where).one()}});
+      carried.push_back(r);
+    }
+    const size_t scans = static_cast<size_t>(e->index);
+    std::vector<uint32_t> collected;
+    for (size_t k = 0; k < scans; ++k) {
+      uint32_t r = next_reg_++;
+      code_.push_back({vm::Opcode::AllocTuple, {r}});
+      collected.push_back(r);
+    }
+    uint32_t i = imm(0), one = imm(1);
+    shapes_.clear_cache();
+    const size_t head = code_.size();
+    uint32_t in_range = next_reg_++, go = next_reg_++;
+    code_.push_back(
+        {vm::Opcode::CmpI, {in_range, static_cast<int64_t>(vm::CmpKind::kLt), i, max_trip}});
+    code_.push_back({vm::Opcode::MinI, {go, in_range, cond}});  // both are 0 or 1 (cond != 0)
+    const size_t branch = code_.size();
+    code_.push_back({vm::Opcode::If, {go, static_cast<int64_t>(code_.size() + 1), 0}});
+    // The body: parameters bound to this iteration's values.
+    values_[body.params[0]->var_id] = Regs{{scalar_tensor(i, vm::DType::kInt64)}, false};
+    values_[body.params[1]->var_id] = Regs{{scalar_tensor(cond, vm::DType::kBool)}, false};
+    for (size_t k = 0; k < carried.size(); ++k) {
+      values_[body.params[k + 2]->var_id] = Regs{{carried[k]}, false};
+      types_[body.params[k + 2]->var_id] = body.params[k + 2].type();
+    }
+    Regs out = block(body.body, where + " (loop body)");
+    DYNVM_INTERNAL_CHECK(out.is_tuple && out.regs.size() == 1 + carried.size() + scans, where,
+                         ": the loop body returns ", out.regs.size(), " values");
+    uint32_t next_cond = load_scalar(out.regs[0]);
+    for (size_t k = 0; k < carried.size(); ++k) {
+      code_.push_back({vm::Opcode::Move, {carried[k], out.regs[1 + k]}});
+    }
+    for (size_t k = 0; k < scans; ++k) {
+      code_.push_back({vm::Opcode::TupleAppend,
+                       {collected[k], collected[k], out.regs[1 + carried.size() + k]}});
+    }
+    code_.push_back({vm::Opcode::Move, {cond, next_cond}});
+    code_.push_back({vm::Opcode::AddI, {i, i, one}});
+    code_.push_back({vm::Opcode::Goto, {static_cast<int64_t>(head)}});
+    code_[branch].args[2] = static_cast<int64_t>(code_.size());
+    shapes_.clear_cache();
+    has_branches_ = true;
+
+    Regs result{carried, true};
+    const Type& loop_type = e.type();
+    for (size_t k = 0; k < scans; ++k) {
+      const Type& stacked = loop_type->fields[carried.size() + k];
+      result.regs.push_back(stack(collected[k], i, stacked, where));
+    }
+    return result;
+  }
+
+  uint32_t load_scalar(uint32_t tensor) {
+    uint32_t r = next_reg_++;
+    code_.push_back({vm::Opcode::LoadScalar, {r, tensor}});
+    return r;
+  }
+
+  // The `count` tensors of tuple `items`, stacked along a new axis 0 into a fresh tensor of
+  // type `stacked` ([?, elem dims...]): each copied by a generated kernel into the view of
+  // its slot.
+  uint32_t stack(uint32_t items, uint32_t count, const Type& stacked, const std::string& where) {
+    std::vector<Dim> elem_dims(stacked->dims.begin() + 1, stacked->dims.end());
+    Type elem = tensor_type(stacked->dtype, elem_dims);
+    uint32_t elem_shape = shape_of(elem, where + " (scan output)");
+    arith::Expr elem_bytes = arith::make_int(static_cast<int64_t>(vm::dtype_size(stacked->dtype)));
+    for (const Dim& d : elem_dims) elem_bytes = elem_bytes * d.expr();
+    uint32_t slot = shapes_.emit(arith::simplify(elem_bytes));
+    uint32_t full_shape = next_reg_++;
+    {
+      std::vector<int64_t> args{full_shape, count};
+      for (const Dim& d : elem_dims) args.push_back(shapes_.emit(d.expr()));
+      code_.push_back({vm::Opcode::MakeShape, args});
+    }
+    uint32_t bytes = next_reg_++, storage = next_reg_++, out = next_reg_++;
+    code_.push_back({vm::Opcode::MulI, {bytes, count, slot}});
+    code_.push_back({vm::Opcode::AllocStorage, {storage, bytes, kCpuDevice}});
+    code_.push_back({vm::Opcode::AllocTensor,
+                     {out, storage, shapes_.emit(arith::make_int(0)), full_shape,
+                      static_cast<int64_t>(stacked->dtype)}});
+    // for k in 0..count: copy(items[k] -> view at k * slot)
+    KernelBinding copy;
+    copy.key = std::string("stack_copy_") + std::string(vm::dtype_name(stacked->dtype));
+    copy.args = {0};
+    vm::DType dtype = stacked->dtype;
+    copy.build = [dtype](const std::vector<ops::TensorType>& t) { return ops::cast(t[0], dtype); };
+    ValueFacts elem_facts;
+    elem_facts.type = elem;
+    std::vector<ops::TensorType> arg_types;
+    size_t kernel = kernel_index(copy, {elem_facts}, where, &arg_types);
+    uint32_t k = imm(0), one = imm(1);
+    const size_t head = code_.size();
+    uint32_t more = next_reg_++;
+    code_.push_back({vm::Opcode::CmpI, {more, static_cast<int64_t>(vm::CmpKind::kLt), k, count}});
+    const size_t branch = code_.size();
+    code_.push_back({vm::Opcode::If, {more, static_cast<int64_t>(code_.size() + 1), 0}});
+    uint32_t offset = next_reg_++, view = next_reg_++, item = next_reg_++;
+    code_.push_back({vm::Opcode::MulI, {offset, k, slot}});
+    code_.push_back({vm::Opcode::AllocTensor,
+                     {view, storage, offset, elem_shape, static_cast<int64_t>(dtype)}});
+    code_.push_back({vm::Opcode::TupleGet, {item, items, k}});
+    code_.push_back({vm::Opcode::InvokeKernel, {static_cast<int64_t>(kernel), 1, item, view}});
+    code_.push_back({vm::Opcode::AddI, {k, k, one}});
+    code_.push_back({vm::Opcode::Goto, {static_cast<int64_t>(head)}});
+    code_[branch].args[2] = static_cast<int64_t>(code_.size());
+    return out;
+  }
+
+  Regs fresh_like(const Regs& r) {
+    Regs out{{}, r.is_tuple};
+    for (size_t k = 0; k < r.regs.size(); ++k) out.regs.push_back(next_reg_++);
+    return out;
+  }
+  void move_all(const Regs& from, const Regs& to) {
+    DYNVM_INTERNAL_CHECK(from.regs.size() == to.regs.size(), "branches of different arity");
+    for (size_t k = 0; k < from.regs.size(); ++k) {
+      code_.push_back({vm::Opcode::Move, {to.regs[k], from.regs[k]}});
+    }
+  }
+
+  // Straight-line functions free each register after its last read (tensors then return
+  // to the pool while the function runs). With branches, registers live until the return.
+  void insert_frees(vm::Function& fn) {
+    if (has_branches_) return;
+    std::vector<int64_t> last_read(next_reg_, -1);
+    std::vector<bool> returned(next_reg_, false);
+    for (size_t pc = 0; pc < fn.code.size(); ++pc) {
+      const vm::Instruction& ins = fn.code[pc];
+      const vm::OpcodeInfo& info = vm::opcode_info(ins.op);
+      for (size_t k = 0; k < ins.args.size(); ++k) {
+        vm::OperandKind kind = k < info.num_operands ? info.operands[k] : vm::OperandKind::Regs;
+        if (kind == vm::OperandKind::Reg || kind == vm::OperandKind::Regs) {
+          last_read[static_cast<size_t>(ins.args[k])] = static_cast<int64_t>(pc);
+          if (ins.op == vm::Opcode::Ret) returned[static_cast<size_t>(ins.args[k])] = true;
+        }
+      }
+    }
+    std::vector<std::vector<uint32_t>> frees(fn.code.size());
+    for (uint32_t r = 0; r < next_reg_; ++r) {
+      if (last_read[r] >= 0 && !returned[r]) frees[static_cast<size_t>(last_read[r])].push_back(r);
+    }
+    std::vector<vm::Instruction> code;
+    for (size_t pc = 0; pc < fn.code.size(); ++pc) {
+      code.push_back(fn.code[pc]);
+      for (uint32_t r : frees[pc]) code.push_back({vm::Opcode::Free, {r}});
+    }
+    fn.code = std::move(code);
+  }
+
+  const TypedModule& typed_;
+  vm::Executable* exe_;
+  std::vector<KernelUse>* kernels_;
+  std::vector<vm::Instruction> code_;
+  uint32_t next_reg_ = 0;
+  ShapeCode shapes_;
+  std::unordered_map<uint64_t, Regs> values_;
+  std::unordered_map<uint64_t, Type> types_;
+  std::unordered_map<const void*, size_t> constant_index_;
+  std::unordered_map<std::string, size_t> kernel_keys_;
+  bool has_branches_ = false;
+};
+
+}  // namespace
+}  // namespace dynvm::compiler
+
+namespace dynvm::compiler {
+namespace {
+
+vm::TensorSpec spec_of(const std::string& name, const Type& t, const Module& m) {
+  if (!t.is_tensor())
+    user_error(name, ": only tensor inputs and outputs are supported, got ", to_string(t));
+  vm::TensorSpec spec{name, t->dtype, {}};
+  for (const Dim& d : t->dims) {
+    vm::DimSpec ds;
+    if (d.is_const()) {
+      ds.value = d.value();
+    } else if (!d.is_any() && d.expr().kind() == arith::ExprKind::kVar) {
+      ds.symbol = d.expr()->name;
+      if (const DimSymbol* s = m.find_dim(ds.symbol)) {
+        ds.min = s->min;
+        ds.max = s->max;
+      }
+    } else {
+      ds.symbol = d.is_any() ? "?" : arith::to_string(d.expr());  // checked by the kernels
+    }
+    spec.dims.push_back(ds);
+  }
+  return spec;
+}
+
+}  // namespace
+
+vm::Executable lower_module(const TypedModule& typed, const LowerOptions& options) {
+  const Module& m = typed.module;
+  const Function* entry = m.find_function(m.entry);
+  if (entry == nullptr) user_error("the module has no function @", m.entry);
+  vm::Executable exe;
+  exe.target = options.target.description();
+  exe.producer = options.producer;
+  std::vector<KernelUse> kernels;
+  FunctionLowering lowering(typed, &exe, &kernels);
+  exe.functions.push_back(lowering.lower(*entry));
+  exe.entry = 0;
+  for (const Expr& p : entry->params) exe.inputs.push_back(spec_of(p->name, p.type(), m));
+  const Type& result = entry->result_type;
+  auto output_name = [&](size_t k) {
+    return k < entry->result_names.size() ? entry->result_names[k] : "output_" + std::to_string(k);
+  };
+  if (result.kind() == TypeKind::kTuple) {
+    for (size_t k = 0; k < result->fields.size(); ++k) {
+      exe.outputs.push_back(spec_of(output_name(k), result->fields[k], m));
+    }
+  } else {
+    exe.outputs.push_back(spec_of(output_name(0), result, m));
+  }
+
+  // Every kernel, specialized for the sizes asked for and for residue classes.
+  std::vector<dispatch::SpecializedOp> ops;
+  for (const KernelUse& k : kernels) {
+    dispatch::SpecializeOptions so;
+    so.residue_classes = options.residue_variants;
+    // Static sizes apply to the dims this kernel's arguments have alone.
+    for (const auto& shape : options.static_shapes) {
+      std::map<std::string, int64_t> mine;
+      for (const auto& [name, value] : shape) {
+        for (const ops::TensorType& t : k.arg_types) {
+          for (const arith::Expr& d : t.shape) {
+            if (d.kind() == arith::ExprKind::kVar && d->name == name) mine[name] = value;
+          }
+        }
+      }
+      if (!mine.empty()) so.static_shapes.push_back(mine);
+    }
+    ops.push_back(dispatch::specialize(k.name, k.build, k.arg_types, so));
+  }
+  if (!ops.empty()) {
+    dispatch::CompileOptions co;
+    co.library_index = 0;
+    co.progress = options.progress;
+    dispatch::CompiledKernels compiled = dispatch::compile_kernels(ops, options.target, co);
+    exe.libraries.push_back(std::move(compiled.library));
+    exe.kernels = std::move(compiled.kernels);
+  }
+  return exe;
+}
+
+}  // namespace dynvm::compiler

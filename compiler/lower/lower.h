@@ -1,0 +1,41 @@
+// Lowering: a typed module (compiler/passes/infer_types) becomes a vm::Executable —
+// register bytecode for the entry function, every kernel it calls generated and
+// specialized (kernels/dispatch) into one library, constants in the constant table, and
+// the signature with the module's symbolic dims. Shape work runs on the host as integer
+// bytecode (dims read from the inputs once, expressions evaluated with common
+// subexpressions shared); each kernel's outputs are allocated just before it runs, and
+// every register is freed after its last use.
+//
+//   vm::Executable exe = lower_module(infer_types_with_facts(module), options);
+//
+// What lowers today: calls with a kernel, view, alias or host binding (compiler/op/
+// binding.h), constants, tuples, and If. Loop, calls of other functions and dims that
+// stay Any in a kernel's types are refused with a UserError naming the binding (next
+// steps, compiler/README.md).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "compiler/passes/infer_types.h"
+#include "kernels/codegen/target.h"
+#include "vm/executable.h"
+
+namespace dynvm::compiler {
+
+struct LowerOptions {
+  codegen::Target target = codegen::Target::host();
+  // Sizes to specialize every kernel for (vmc --static / --specialize): dim name -> value.
+  std::vector<std::map<std::string, int64_t>> static_shapes;
+  bool residue_variants = true;
+  std::string producer = "dynvm vmc";
+  // Kernel compilation progress: (done, total, what).
+  std::function<void(size_t, size_t, const std::string&)> progress;
+};
+
+vm::Executable lower_module(const TypedModule& typed, const LowerOptions& options = {});
+
+}  // namespace dynvm::compiler

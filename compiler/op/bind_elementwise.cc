@@ -1,0 +1,156 @@
+// Kernel bindings of the elementwise operators (kernels/ops/elementwise.h): unary math and
+// activations with their attributes, Clip with constant bounds, binary arithmetic,
+// comparison and logic (Mod's fmod picks floor or truncated modulo), two-input Max / Min /
+// Sum, Where and Cast; Sin, Cos, HardSwish and PRelu (kernels/ops/activation.h). Acos,
+// Asin and Atan have no builder yet.
+#include "compiler/op/bind_families.h"
+#include "kernels/ops/activation.h"
+#include "kernels/ops/elementwise.h"
+
+namespace dynvm::compiler {
+namespace {
+
+using ops::BinaryOp;
+using ops::UnaryOp;
+
+void bind_unary(const std::string& name, UnaryOp op) {
+  register_binding(name, [name, op](const BindContext& ctx) {
+    ops::UnaryParams params;
+    std::string parts;
+    if (op == UnaryOp::kLeakyRelu) {
+      params.alpha = attr_float(ctx.attrs(), "alpha", 0.01, ctx.where());
+    } else if (op == UnaryOp::kElu) {
+      params.alpha = attr_float(ctx.attrs(), "alpha", 1.0, ctx.where());
+    } else if (op == UnaryOp::kSelu) {
+      params.alpha = attr_float(ctx.attrs(), "alpha", 1.67326319217681884765625, ctx.where());
+      params.gamma = attr_float(ctx.attrs(), "gamma", 1.05070102214813232421875, ctx.where());
+    } else if (op == UnaryOp::kHardSigmoid) {
+      params.alpha = attr_float(ctx.attrs(), "alpha", 0.2, ctx.where());
+      params.beta = attr_float(ctx.attrs(), "beta", 0.5, ctx.where());
+    }
+    if (params.alpha) parts += "alpha=" + to_string(AttrValue(*params.alpha)) + ";";
+    if (params.beta) parts += "beta=" + to_string(AttrValue(*params.beta)) + ";";
+    if (params.gamma) parts += "gamma=" + to_string(AttrValue(*params.gamma)) + ";";
+    return kernel_binding(ctx, name, parts, {0},
+                          [op, params](const auto& t) { return ops::unary(op, t[0], params); });
+  });
+}
+
+// Clip: min / max are optional scalar inputs that must be constants (they become the
+// kernel's immediates).
+KernelBinding bind_clip(const BindContext& ctx) {
+  ops::UnaryParams params;
+  std::string parts;
+  if (ctx.has_input(1)) {
+    std::vector<double> lo = ctx.const_floats(1, "Clip min");
+    if (lo.size() != 1) ctx.fail("Clip min must be a scalar");
+    params.alpha = lo[0];
+    parts += "min=" + to_string(AttrValue(lo[0])) + ";";
+  }
+  if (ctx.has_input(2)) {
+    std::vector<double> hi = ctx.const_floats(2, "Clip max");
+    if (hi.size() != 1) ctx.fail("Clip max must be a scalar");
+    params.beta = hi[0];
+    parts += "max=" + to_string(AttrValue(hi[0])) + ";";
+  }
+  return kernel_binding(ctx, "Clip", parts, {0}, [params](const auto& t) {
+    return ops::unary(UnaryOp::kClip, t[0], params);
+  });
+}
+
+void bind_binary(const std::string& name, BinaryOp op) {
+  register_binding(name, [name, op](const BindContext& ctx) {
+    return kernel_binding(ctx, name, "", {0, 1},
+                          [op](const auto& t) { return ops::binary(op, t[0], t[1]); });
+  });
+}
+
+// Max / Min / Sum: one input is that input, two are a binary op; more are not computable
+// by one kernel yet.
+void bind_variadic(const std::string& name, BinaryOp op) {
+  register_binding(name, [name, op](const BindContext& ctx) {
+    std::vector<size_t> args = present_inputs(ctx);
+    if (args.size() == 1) return view_binding(LoweringKind::kAlias);
+    if (args.size() != 2) ctx.fail(name, " of ", args.size(), " inputs is not yet computable");
+    return kernel_binding(ctx, name, "", args,
+                          [op](const auto& t) { return ops::binary(op, t[0], t[1]); });
+  });
+}
+
+}  // namespace
+
+void register_elementwise_bindings() {
+  const std::pair<const char*, UnaryOp> unary_ops[] = {
+      {"Abs", UnaryOp::kAbs},
+      {"Ceil", UnaryOp::kCeil},
+      {"Elu", UnaryOp::kElu},
+      {"Erf", UnaryOp::kErf},
+      {"Exp", UnaryOp::kExp},
+      {"Floor", UnaryOp::kFloor},
+      {"HardSigmoid", UnaryOp::kHardSigmoid},
+      {"LeakyRelu", UnaryOp::kLeakyRelu},
+      {"Log", UnaryOp::kLog},
+      {"Neg", UnaryOp::kNeg},
+      {"Not", UnaryOp::kNot},
+      {"Reciprocal", UnaryOp::kReciprocal},
+      {"Relu", UnaryOp::kRelu},
+      {"Round", UnaryOp::kRound},
+      {"Selu", UnaryOp::kSelu},
+      {"Sigmoid", UnaryOp::kSigmoid},
+      {"Sign", UnaryOp::kSign},
+      {"Softplus", UnaryOp::kSoftplus},
+      {"Sqrt", UnaryOp::kSqrt},
+      {"Tanh", UnaryOp::kTanh},
+  };
+  for (const auto& [name, op] : unary_ops) bind_unary(name, op);
+  const std::pair<const char*, ops::ActivationOp> activations[] = {
+      {"Sin", ops::ActivationOp::kSin},
+      {"Cos", ops::ActivationOp::kCos},
+      {"HardSwish", ops::ActivationOp::kHardSwish},
+  };
+  for (const auto& [name, op] : activations) {
+    register_binding(name, [name = std::string(name), op = op](const BindContext& ctx) {
+      return kernel_binding(ctx, name, "", {0},
+                            [op](const auto& t) { return ops::activation(op, t[0]); });
+    });
+  }
+  register_binding("PRelu", [](const BindContext& ctx) {
+    return kernel_binding(ctx, "PRelu", "", {0, 1},
+                          [](const auto& t) { return ops::prelu(t[0], t[1]); });
+  });
+  register_binding("Clip", bind_clip);
+
+  const std::pair<const char*, BinaryOp> binary_ops[] = {
+      {"Add", BinaryOp::kAdd},         {"Sub", BinaryOp::kSub},
+      {"Mul", BinaryOp::kMul},         {"Div", BinaryOp::kDiv},
+      {"Pow", BinaryOp::kPow},         {"Equal", BinaryOp::kEqual},
+      {"Less", BinaryOp::kLess},       {"LessOrEqual", BinaryOp::kLessEqual},
+      {"Greater", BinaryOp::kGreater}, {"GreaterOrEqual", BinaryOp::kGreaterEqual},
+      {"And", BinaryOp::kAnd},         {"Or", BinaryOp::kOr},
+      {"Xor", BinaryOp::kXor},
+  };
+  for (const auto& [name, op] : binary_ops) bind_binary(name, op);
+  register_binding("Mod", [](const BindContext& ctx) {
+    const bool fmod = attr_int(ctx.attrs(), "fmod", 0, ctx.where()) != 0;
+    return kernel_binding(ctx, "Mod", fmod ? "fmod=1" : "fmod=0", {0, 1}, [fmod](const auto& t) {
+      return ops::binary(fmod ? BinaryOp::kFMod : BinaryOp::kMod, t[0], t[1]);
+    });
+  });
+  bind_variadic("Max", BinaryOp::kMax);
+  bind_variadic("Min", BinaryOp::kMin);
+  bind_variadic("Sum", BinaryOp::kAdd);
+
+  register_binding("Where", [](const BindContext& ctx) {
+    return kernel_binding(ctx, "Where", "", {0, 1, 2},
+                          [](const auto& t) { return ops::where(t[0], t[1], t[2]); });
+  });
+  register_binding("Cast", [](const BindContext& ctx) {
+    const Type& out = ctx.outputs().at(0);
+    if (!out.is_tensor()) ctx.fail("Cast's output is not a tensor");
+    const vm::DType to = out->dtype;
+    return kernel_binding(ctx, "Cast", "to=" + std::string(vm::dtype_name(to)), {0},
+                          [to](const auto& t) { return ops::cast(t[0], to); });
+  });
+}
+
+}  // namespace dynvm::compiler

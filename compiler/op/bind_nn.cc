@@ -1,0 +1,354 @@
+// Bindings of the neural-network operators: MatMul (2-D, and 3-D batches), Gemm, Conv and
+// ConvTranspose (auto_pad and output_shape resolved into pads from the kernel's static
+// input dims), pools, reductions, ArgMax / ArgMin, Softmax / LogSoftmax, Layer- and
+// BatchNormalization (inference), CumSum and Resize. Constant inputs that steer the
+// computation (reduction axes, CumSum's axis, Resize's scales or sizes) are part of the
+// key. LSTM, GRU and RNN have no builder yet.
+#include <cmath>
+
+#include "compiler/op/bind_families.h"
+#include "kernels/ops/batch_norm.h"
+#include "kernels/ops/conv.h"
+#include "kernels/ops/cumsum.h"
+#include "kernels/ops/matmul.h"
+#include "kernels/ops/matmul_nd.h"
+#include "kernels/ops/norm.h"
+#include "kernels/ops/pool.h"
+#include "kernels/ops/reduce.h"
+#include "kernels/ops/resize.h"
+
+namespace dynvm::compiler {
+namespace {
+
+size_t input_rank(const BindContext& ctx, size_t i) {
+  const Type& t = ctx.input(i).type;
+  if (!t.is_tensor()) ctx.fail("input ", i, " is not a tensor");
+  return t->dims.size();
+}
+
+KernelBinding bind_matmul(const BindContext& ctx) {
+  const size_t ra = input_rank(ctx, 0), rb = input_rank(ctx, 1);
+  const bool batched = ra == 3 && (rb == 3 || rb == 2);
+  if (!(ra == 2 && rb == 2) && !batched) {
+    // Other ranks (vector-matrix, 4-D attention): numpy semantics, general schedule.
+    return kernel_binding(ctx, "MatMul", "nd", {0, 1},
+                          [](const auto& t) { return ops::matmul_nd(t[0], t[1]); });
+  }
+  return kernel_binding(ctx, "MatMul", batched ? "batched" : "2d", {0, 1}, [](const auto& t) {
+    return t[0].shape.size() == 3 ? ops::batch_matmul(t[0], t[1]) : ops::matmul(t[0], t[1]);
+  });
+}
+
+KernelBinding bind_gemm(const BindContext& ctx) {
+  ops::GemmAttrs attrs;
+  attrs.trans_a = attr_int(ctx.attrs(), "transA", 0, ctx.where()) != 0;
+  attrs.trans_b = attr_int(ctx.attrs(), "transB", 0, ctx.where()) != 0;
+  attrs.alpha = attr_float(ctx.attrs(), "alpha", 1.0, ctx.where());
+  attrs.beta = attr_float(ctx.attrs(), "beta", 1.0, ctx.where());
+  std::vector<size_t> args = present_inputs(ctx);
+  std::string parts = key_int(ctx, "transA", 0) + ";" + key_int(ctx, "transB", 0) + ";" +
+                      key_float(ctx, "alpha", 1.0) + ";" + key_float(ctx, "beta", 1.0);
+  return kernel_binding(ctx, "Gemm", parts, args, [attrs](const auto& t) {
+    std::optional<ops::TensorType> c;
+    if (t.size() == 3) c = t[2];
+    return ops::gemm(t[0], t[1], c, attrs);
+  });
+}
+
+int64_t static_dim(const arith::Expr& e, const char* what) {
+  if (!e.is_int_imm()) user_error(what, " needs static spatial dims");
+  return e.int_value();
+}
+
+// ONNX SAME_UPPER / SAME_LOWER: the output is ceil(in / stride) and the total padding is
+// split with the odd element at the end (upper) or the beginning (lower).
+std::vector<int64_t> same_pads(const ops::TensorType& x, const std::vector<int64_t>& kernel,
+                               const std::vector<int64_t>& strides,
+                               const std::vector<int64_t>& dilations, bool upper) {
+  const size_t n = kernel.size();
+  std::vector<int64_t> pads(2 * n, 0);
+  for (size_t k = 0; k < n; ++k) {
+    const int64_t in = static_dim(x.shape.at(k + 2), "auto_pad SAME");
+    const int64_t s = strides.empty() ? 1 : strides[k];
+    const int64_t d = dilations.empty() ? 1 : dilations[k];
+    const int64_t out = (in + s - 1) / s;
+    const int64_t total = std::max<int64_t>(0, (out - 1) * s + (kernel[k] - 1) * d + 1 - in);
+    pads[k] = upper ? total / 2 : total - total / 2;
+    pads[k + n] = total - pads[k];
+  }
+  return pads;
+}
+
+std::string window_key(const BindContext& ctx) {
+  return "strides=" + key_ints(attr_ints(ctx.attrs(), "strides", {}, ctx.where())) +
+         ";pads=" + key_ints(attr_ints(ctx.attrs(), "pads", {}, ctx.where())) +
+         ";dilations=" + key_ints(attr_ints(ctx.attrs(), "dilations", {}, ctx.where())) + ";" +
+         key_string(ctx, "auto_pad", "NOTSET") + ";";
+}
+
+std::string auto_pad_of(const BindContext& ctx) {
+  std::string auto_pad = attr_string(ctx.attrs(), "auto_pad", "NOTSET", ctx.where());
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" &&
+      auto_pad != "SAME_LOWER") {
+    ctx.fail("unknown auto_pad '", auto_pad, "'");
+  }
+  return auto_pad;
+}
+
+KernelBinding bind_conv(const BindContext& ctx) {
+  ops::ConvAttrs attrs;
+  attrs.strides = attr_ints(ctx.attrs(), "strides", {}, ctx.where());
+  attrs.pads = attr_ints(ctx.attrs(), "pads", {}, ctx.where());
+  attrs.dilations = attr_ints(ctx.attrs(), "dilations", {}, ctx.where());
+  attrs.groups = attr_int(ctx.attrs(), "group", 1, ctx.where());
+  const std::string auto_pad = auto_pad_of(ctx);
+  std::string parts = window_key(ctx) + key_int(ctx, "group", 1);
+  return kernel_binding(ctx, "Conv", parts, present_inputs(ctx), [attrs, auto_pad](const auto& t) {
+    ops::ConvAttrs a = attrs;
+    std::vector<int64_t> kernel;
+    for (size_t k = 2; k < t[1].shape.size(); ++k) {
+      kernel.push_back(static_dim(t[1].shape[k], "Conv's kernel"));
+    }
+    if (auto_pad == "VALID") a.pads.assign(2 * kernel.size(), 0);
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      a.pads = same_pads(t[0], kernel, a.strides, a.dilations, auto_pad == "SAME_UPPER");
+    }
+    std::optional<ops::TensorType> bias;
+    if (t.size() == 3) bias = t[2];
+    return ops::conv(t[0], t[1], bias, a);
+  });
+}
+
+// ConvTranspose: output_shape (or SAME auto_pad, whose output is in * stride) fixes the
+// total padding, split as ONNX says.
+KernelBinding bind_conv_transpose(const BindContext& ctx) {
+  ops::ConvAttrs attrs;
+  attrs.strides = attr_ints(ctx.attrs(), "strides", {}, ctx.where());
+  attrs.pads = attr_ints(ctx.attrs(), "pads", {}, ctx.where());
+  attrs.dilations = attr_ints(ctx.attrs(), "dilations", {}, ctx.where());
+  attrs.groups = attr_int(ctx.attrs(), "group", 1, ctx.where());
+  attrs.output_padding = attr_ints(ctx.attrs(), "output_padding", {}, ctx.where());
+  const std::vector<int64_t> output_shape = attr_ints(ctx.attrs(), "output_shape", {}, ctx.where());
+  const std::string auto_pad = auto_pad_of(ctx);
+  std::string parts = window_key(ctx) + key_int(ctx, "group", 1) +
+                      ";output_padding=" + key_ints(attrs.output_padding) +
+                      ";output_shape=" + key_ints(output_shape);
+  return kernel_binding(
+      ctx, "ConvTranspose", parts, present_inputs(ctx),
+      [attrs, auto_pad, output_shape](const auto& t) {
+        ops::ConvAttrs a = attrs;
+        const size_t n = t[0].shape.size() - 2;
+        if (auto_pad == "VALID") a.pads.assign(2 * n, 0);
+        if (!output_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+          a.pads.assign(2 * n, 0);
+          for (size_t k = 0; k < n; ++k) {
+            const int64_t in = static_dim(t[0].shape[k + 2], "ConvTranspose's output_shape");
+            const int64_t kk = static_dim(t[1].shape.at(k + 2), "ConvTranspose's kernel");
+            const int64_t s = a.strides.empty() ? 1 : a.strides[k];
+            const int64_t d = a.dilations.empty() ? 1 : a.dilations[k];
+            if (a.output_padding.empty()) a.output_padding.assign(n, 0);
+            const int64_t op = a.output_padding[k];
+            const int64_t out =
+                output_shape.empty() ? in * s : output_shape[output_shape.size() - n + k];
+            const int64_t total = s * (in - 1) + op + (kk - 1) * d + 1 - out;
+            if (total < 0) {  // a larger output: the extra rows / columns come at the end
+              a.output_padding[k] = op - total;
+              continue;
+            }
+            if (auto_pad == "SAME_UPPER") {
+              a.pads[k] = total / 2;
+              a.pads[k + n] = total - total / 2;
+            } else {
+              a.pads[k] = total - total / 2;
+              a.pads[k + n] = total / 2;
+            }
+          }
+        }
+        std::optional<ops::TensorType> bias;
+        if (t.size() == 3) bias = t[2];
+        return ops::conv_transpose(t[0], t[1], bias, a);
+      });
+}
+
+KernelBinding bind_pool(const BindContext& ctx, bool max) {
+  ops::PoolAttrs attrs;
+  attrs.kernel_shape = attr_ints(ctx.attrs(), "kernel_shape", {}, ctx.where());
+  attrs.strides = attr_ints(ctx.attrs(), "strides", {}, ctx.where());
+  attrs.pads = attr_ints(ctx.attrs(), "pads", {}, ctx.where());
+  attrs.dilations = attr_ints(ctx.attrs(), "dilations", {}, ctx.where());
+  attrs.count_include_pad = attr_int(ctx.attrs(), "count_include_pad", 0, ctx.where()) != 0;
+  attrs.ceil_mode = attr_int(ctx.attrs(), "ceil_mode", 0, ctx.where()) != 0;
+  if (attrs.ceil_mode) ctx.fail("ceil_mode=1 is not yet computable");
+  if (ctx.outputs().size() > 1) ctx.fail("MaxPool's Indices output is not yet computable");
+  const std::string auto_pad = auto_pad_of(ctx);
+  std::string parts = window_key(ctx) + "kernel_shape=" + key_ints(attrs.kernel_shape) + ";" +
+                      key_int(ctx, "count_include_pad", 0);
+  return kernel_binding(
+      ctx, max ? "MaxPool" : "AveragePool", parts, {0}, [attrs, auto_pad, max](const auto& t) {
+        ops::PoolAttrs a = attrs;
+        if (auto_pad == "VALID") a.pads.assign(2 * a.kernel_shape.size(), 0);
+        if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+          a.pads =
+              same_pads(t[0], a.kernel_shape, a.strides, a.dilations, auto_pad == "SAME_UPPER");
+        }
+        return max ? ops::max_pool(t[0], a) : ops::average_pool(t[0], a);
+      });
+}
+
+void bind_reduce(const std::string& name, ops::ReduceKind kind) {
+  register_binding(name, [name, kind](const BindContext& ctx) {
+    std::vector<int64_t> axes;
+    if (ctx.has_input(1)) axes = ctx.const_ints(1, "the reduction axes");
+    if (axes.empty() && attr_int(ctx.attrs(), "noop_with_empty_axes", 0, ctx.where()) != 0) {
+      return view_binding(LoweringKind::kAlias);
+    }
+    const bool keepdims = attr_int(ctx.attrs(), "keepdims", 1, ctx.where()) != 0;
+    std::string parts = "axes=" + key_ints(axes) + ";keepdims=" + (keepdims ? "1" : "0");
+    return kernel_binding(ctx, name, parts, {0}, [kind, axes, keepdims](const auto& t) {
+      return ops::reduce(kind, t[0], axes, keepdims);
+    });
+  });
+}
+
+KernelBinding bind_arg_reduce(const BindContext& ctx, bool max) {
+  if (attr_int(ctx.attrs(), "select_last_index", 0, ctx.where()) != 0) {
+    ctx.fail("select_last_index=1 is not yet computable");
+  }
+  const int64_t axis = attr_int(ctx.attrs(), "axis", 0, ctx.where());
+  const bool keepdims = attr_int(ctx.attrs(), "keepdims", 1, ctx.where()) != 0;
+  std::string parts = "axis=" + std::to_string(axis) + ";keepdims=" + (keepdims ? "1" : "0");
+  return kernel_binding(ctx, max ? "ArgMax" : "ArgMin", parts, {0}, [=](const auto& t) {
+    return max ? ops::argmax(t[0], axis, keepdims) : ops::argmin(t[0], axis, keepdims);
+  });
+}
+
+// Softmax / LogSoftmax. Before opset 13 (coerce_to_2d, set by the importer) the input is
+// flattened to 2-D at `axis` and normalized over every dim from `axis` on; that equals the
+// one-axis kernel only when no dim after `axis` is other than a static 1.
+KernelBinding bind_softmax(const BindContext& ctx, bool log) {
+  const char* name = log ? "LogSoftmax" : "Softmax";
+  const auto rank = static_cast<int64_t>(input_rank(ctx, 0));
+  int64_t axis = attr_int(ctx.attrs(), "axis", -1, ctx.where());
+  if (axis < -rank || axis >= rank) ctx.fail(name, " axis ", axis, " is out of range");
+  if (axis < 0) axis += rank;
+  if (attr_int(ctx.attrs(), "coerce_to_2d", 0, ctx.where()) != 0) {
+    const std::vector<Dim>& dims = ctx.input(0).type->dims;
+    for (int64_t k = axis + 1; k < rank; ++k) {
+      const Dim& d = dims[static_cast<size_t>(k)];
+      if (!d.is_const() || d.value() != 1) {
+        ctx.fail(name, " over the flattened dims ", axis, "..", rank - 1,
+                 " (opset < 13 semantics) is not yet computable");
+      }
+    }
+  }
+  return kernel_binding(ctx, name, "axis=" + std::to_string(axis), {0}, [axis, log](const auto& t) {
+    return log ? ops::log_softmax(t[0], axis) : ops::softmax(t[0], axis);
+  });
+}
+
+// LayerNormalization: the kernel computes Y; a call that also wants the training outputs
+// Mean and InvStdDev is refused.
+KernelBinding bind_layer_norm(const BindContext& ctx) {
+  if (ctx.outputs().size() > 1) {
+    ctx.fail("LayerNormalization's Mean / InvStdDev outputs are not yet computable");
+  }
+  const int64_t axis = attr_int(ctx.attrs(), "axis", -1, ctx.where());
+  const double epsilon = attr_float(ctx.attrs(), "epsilon", 1e-5, ctx.where());
+  std::string parts = "axis=" + std::to_string(axis) + ";" + key_float(ctx, "epsilon", 1e-5);
+  return kernel_binding(ctx, "LayerNormalization", parts, present_inputs(ctx),
+                        [axis, epsilon](const auto& t) {
+                          std::optional<ops::TensorType> bias;
+                          if (t.size() == 3) bias = t[2];
+                          return ops::layer_norm(t[0], t[1], bias, axis, epsilon);
+                        });
+}
+
+KernelBinding bind_batch_norm(const BindContext& ctx) {
+  if (attr_int(ctx.attrs(), "training_mode", 0, ctx.where()) != 0) {
+    ctx.fail("training_mode=1 is not computable (inference only)");
+  }
+  if (ctx.outputs().size() > 1)
+    ctx.fail("BatchNormalization's training outputs are not computable");
+  const double epsilon = attr_float(ctx.attrs(), "epsilon", 1e-5, ctx.where());
+  return kernel_binding(
+      ctx, "BatchNormalization", key_float(ctx, "epsilon", 1e-5), {0, 1, 2, 3, 4},
+      [epsilon](const auto& t) { return ops::batch_norm(t[0], t[1], t[2], t[3], t[4], epsilon); });
+}
+
+KernelBinding bind_cumsum(const BindContext& ctx) {
+  std::vector<int64_t> axis = ctx.const_ints(1, "CumSum's axis");
+  if (axis.size() != 1) ctx.fail("CumSum's axis must be one element");
+  const bool exclusive = attr_int(ctx.attrs(), "exclusive", 0, ctx.where()) != 0;
+  const bool reverse = attr_int(ctx.attrs(), "reverse", 0, ctx.where()) != 0;
+  std::string parts = "axis=" + std::to_string(axis[0]) + ";exclusive=" + (exclusive ? "1" : "0") +
+                      ";reverse=" + (reverse ? "1" : "0");
+  const int64_t a = axis[0];
+  return kernel_binding(ctx, "CumSum", parts, {0}, [a, exclusive, reverse](const auto& t) {
+    return ops::cumsum(t[0], a, exclusive, reverse);
+  });
+}
+
+// Resize: scales (f32) or sizes are constants; roi is only read by tf_crop_and_resize,
+// which the kernel does not implement (its mode string is refused by the builder).
+KernelBinding bind_resize(const BindContext& ctx) {
+  ops::ResizeAttrs attrs;
+  const std::string mode = attr_string(ctx.attrs(), "mode", "nearest", ctx.where());
+  const std::string coord =
+      attr_string(ctx.attrs(), "coordinate_transformation_mode", "half_pixel", ctx.where());
+  const std::string nearest =
+      attr_string(ctx.attrs(), "nearest_mode", "round_prefer_floor", ctx.where());
+  attrs.mode = ops::resize_mode_from_string(mode);
+  attrs.coordinate_transformation_mode = ops::coordinate_transform_from_string(coord);
+  attrs.nearest_mode = ops::nearest_mode_from_string(nearest);
+  if (attr_int(ctx.attrs(), "exclude_outside", 0, ctx.where()) != 0) {
+    ctx.fail("exclude_outside=1 is not yet computable");
+  }
+  if (ctx.has_input(3)) attrs.sizes = ctx.const_ints(3, "Resize's sizes");
+  if (attrs.sizes.empty() && ctx.has_input(2)) {
+    for (double s : ctx.const_floats(2, "Resize's scales")) {
+      attrs.scales.push_back(static_cast<float>(s));
+    }
+  }
+  if (attrs.sizes.empty() == attrs.scales.empty()) ctx.fail("Resize needs scales or sizes");
+  std::vector<double> scales(attrs.scales.begin(), attrs.scales.end());
+  std::string parts = "mode=" + mode + ";coord=" + coord + ";nearest=" + nearest +
+                      ";scales=" + key_floats(scales) + ";sizes=" + key_ints(attrs.sizes);
+  return kernel_binding(ctx, "Resize", parts, {0},
+                        [attrs](const auto& t) { return ops::resize(t[0], attrs); });
+}
+
+}  // namespace
+
+void register_nn_bindings() {
+  register_binding("MatMul", bind_matmul);
+  register_binding("Gemm", bind_gemm);
+  register_binding("Conv", bind_conv);
+  register_binding("ConvTranspose", bind_conv_transpose);
+  register_binding("MaxPool", [](const BindContext& ctx) { return bind_pool(ctx, true); });
+  register_binding("AveragePool", [](const BindContext& ctx) { return bind_pool(ctx, false); });
+  register_binding("GlobalAveragePool", [](const BindContext& ctx) {
+    return kernel_binding(ctx, "GlobalAveragePool", "", {0},
+                          [](const auto& t) { return ops::global_average_pool(t[0]); });
+  });
+  register_binding("GlobalMaxPool", [](const BindContext& ctx) {
+    return kernel_binding(ctx, "GlobalMaxPool", "", {0},
+                          [](const auto& t) { return ops::global_max_pool(t[0]); });
+  });
+  const std::pair<const char*, ops::ReduceKind> reductions[] = {
+      {"ReduceSum", ops::ReduceKind::kSum},   {"ReduceMean", ops::ReduceKind::kMean},
+      {"ReduceMax", ops::ReduceKind::kMax},   {"ReduceMin", ops::ReduceKind::kMin},
+      {"ReduceProd", ops::ReduceKind::kProd}, {"ReduceL1", ops::ReduceKind::kL1},
+      {"ReduceL2", ops::ReduceKind::kL2},     {"ReduceLogSumExp", ops::ReduceKind::kLogSumExp},
+  };
+  for (const auto& [name, kind] : reductions) bind_reduce(name, kind);
+  register_binding("ArgMax", [](const BindContext& ctx) { return bind_arg_reduce(ctx, true); });
+  register_binding("ArgMin", [](const BindContext& ctx) { return bind_arg_reduce(ctx, false); });
+  register_binding("Softmax", [](const BindContext& ctx) { return bind_softmax(ctx, false); });
+  register_binding("LogSoftmax", [](const BindContext& ctx) { return bind_softmax(ctx, true); });
+  register_binding("LayerNormalization", bind_layer_norm);
+  register_binding("BatchNormalization", bind_batch_norm);
+  register_binding("CumSum", bind_cumsum);
+  register_binding("Resize", bind_resize);
+}
+
+}  // namespace dynvm::compiler

@@ -1,0 +1,181 @@
+// Bindings of the shape and data-movement operators. Reshape, Squeeze, Unsqueeze and
+// Flatten are views of their input; Identity and Dropout are the input itself; Shape and
+// Size are host values. Transpose, Concat, Split, Slice, Pad, Tile, Expand, Gather and
+// GatherElements are kernels (kernels/ops/transform.h, gather.h) whose index inputs
+// (Slice's starts, Pad's pads, Tile's repeats, Expand's shape, Split's sizes) are read at
+// compile time and become part of the key, not kernel arguments.
+#include "compiler/op/bind_families.h"
+#include "kernels/ops/gather.h"
+#include "kernels/ops/transform.h"
+
+namespace dynvm::compiler {
+namespace {
+
+KernelBinding bind_transpose(const BindContext& ctx) {
+  std::vector<int64_t> perm = attr_ints(ctx.attrs(), "perm", {}, ctx.where());
+  return kernel_binding(ctx, "Transpose", "perm=" + key_ints(perm), {0},
+                        [perm](const auto& t) { return ops::transpose(t[0], perm); });
+}
+
+KernelBinding bind_concat(const BindContext& ctx) {
+  const int64_t axis = attr_int(ctx.attrs(), "axis", 0, ctx.where());
+  std::vector<size_t> args = present_inputs(ctx);
+  if (args.size() == 1) return view_binding(LoweringKind::kAlias);
+  return kernel_binding(ctx, "Concat", "axis=" + std::to_string(axis), args,
+                        [axis](const auto& t) { return ops::concat(t, axis); });
+}
+
+// Split: sizes from the constant input, else equal parts (the last one smaller, as the
+// relation says), computed from the kernel's own input type.
+KernelBinding bind_split(const BindContext& ctx) {
+  const int64_t axis = attr_int(ctx.attrs(), "axis", 0, ctx.where());
+  const auto outputs = static_cast<int64_t>(ctx.outputs().size());
+  std::vector<int64_t> sizes;
+  if (ctx.has_input(1)) sizes = ctx.const_ints(1, "Split's sizes");
+  std::string parts = "axis=" + std::to_string(axis) + ";outputs=" + std::to_string(outputs) +
+                      ";sizes=" + key_ints(sizes);
+  return kernel_binding(ctx, "Split", parts, {0}, [axis, outputs, sizes](const auto& t) {
+    std::vector<arith::Expr> exprs;
+    if (!sizes.empty()) {
+      for (int64_t s : sizes) exprs.push_back(arith::make_int(s));
+    } else {
+      const auto rank = static_cast<int64_t>(t[0].shape.size());
+      const arith::Expr& dim = t[0].shape.at(static_cast<size_t>(axis < 0 ? axis + rank : axis));
+      arith::Expr part =
+          arith::floordiv(dim + arith::make_int(outputs - 1), arith::make_int(outputs));
+      for (int64_t k = 0; k + 1 < outputs; ++k) exprs.push_back(part);
+      exprs.push_back(dim - part * arith::make_int(outputs - 1));
+    }
+    return ops::split(t[0], axis, exprs);
+  });
+}
+
+KernelBinding bind_slice(const BindContext& ctx) {
+  std::vector<int64_t> starts = ctx.const_ints(1, "Slice's starts");
+  std::vector<int64_t> ends = ctx.const_ints(2, "Slice's ends");
+  std::vector<int64_t> axes, steps;
+  if (ctx.has_input(3)) axes = ctx.const_ints(3, "Slice's axes");
+  if (ctx.has_input(4)) steps = ctx.const_ints(4, "Slice's steps");
+  std::string parts = "starts=" + key_ints(starts) + ";ends=" + key_ints(ends) +
+                      ";axes=" + key_ints(axes) + ";steps=" + key_ints(steps);
+  return kernel_binding(ctx, "Slice", parts, {0},
+                        [=](const auto& t) { return ops::slice(t[0], starts, ends, axes, steps); });
+}
+
+ops::PadMode pad_mode(const BindContext& ctx) {
+  std::string mode = attr_string(ctx.attrs(), "mode", "constant", ctx.where());
+  if (mode == "constant") return ops::PadMode::kConstant;
+  if (mode == "reflect") return ops::PadMode::kReflect;
+  if (mode == "edge") return ops::PadMode::kEdge;
+  ctx.fail("Pad mode '", mode, "' is not supported");
+}
+
+// Pad: pads (and the optional constant value and axes) are compile-time constants; pads
+// given for some axes are spread over the full rank.
+KernelBinding bind_pad(const BindContext& ctx) {
+  std::vector<int64_t> pads = ctx.const_ints(1, "Pad's pads");
+  double value = 0;
+  if (ctx.has_input(2)) {
+    std::vector<double> v = ctx.const_floats(2, "Pad's constant_value");
+    if (v.size() != 1) ctx.fail("Pad's constant_value must be one element");
+    value = v[0];
+  }
+  const Type& x = ctx.input(0).type;
+  if (!x.is_tensor()) ctx.fail("Pad's input is not a tensor");
+  const auto rank = static_cast<int64_t>(x->dims.size());
+  if (ctx.has_input(3)) {
+    std::vector<int64_t> axes = ctx.const_ints(3, "Pad's axes");
+    if (pads.size() != 2 * axes.size())
+      ctx.fail("Pad has ", pads.size(), " pads for ", axes.size(), " axes");
+    std::vector<int64_t> full(static_cast<size_t>(2 * rank), 0);
+    for (size_t k = 0; k < axes.size(); ++k) {
+      int64_t a = axes[k] < 0 ? axes[k] + rank : axes[k];
+      if (a < 0 || a >= rank) ctx.fail("Pad axis ", axes[k], " is out of range");
+      full[static_cast<size_t>(a)] = pads[k];
+      full[static_cast<size_t>(a + rank)] = pads[k + axes.size()];
+    }
+    pads = full;
+  }
+  const ops::PadMode mode = pad_mode(ctx);
+  std::string parts = "pads=" + key_ints(pads) + ";mode=" + std::to_string(static_cast<int>(mode)) +
+                      ";value=" + to_string(AttrValue(value));
+  return kernel_binding(ctx, "Pad", parts, {0},
+                        [=](const auto& t) { return ops::pad(t[0], pads, mode, value); });
+}
+
+KernelBinding bind_tile(const BindContext& ctx) {
+  std::vector<int64_t> repeats = ctx.const_ints(1, "Tile's repeats");
+  return kernel_binding(ctx, "Tile", "repeats=" + key_ints(repeats), {0},
+                        [repeats](const auto& t) { return ops::tile(t[0], repeats); });
+}
+
+// Expand: the target shape is a known value (constants, or dims of the model such as
+// `Shape(x)`'s), so the key holds it as text and the kernel gets it as arith expressions.
+KernelBinding bind_expand(const BindContext& ctx) {
+  const ValueFacts& shape = ctx.input(1);
+  if (!shape.value) {
+    std::vector<int64_t> ints = ctx.const_ints(1, "Expand's shape");
+    std::vector<arith::Expr> exprs;
+    for (int64_t v : ints) exprs.push_back(arith::make_int(v));
+    return kernel_binding(ctx, "Expand", "shape=" + key_ints(ints), {0},
+                          [exprs](const auto& t) { return ops::expand(t[0], exprs); });
+  }
+  std::vector<arith::Expr> exprs;
+  std::string text = "[";
+  for (const Dim& d : *shape.value) {
+    if (d.is_any()) ctx.fail("Expand's shape must be known at compile time");
+    exprs.push_back(d.expr());
+    text += to_string(d) + ",";
+  }
+  return kernel_binding(ctx, "Expand", "shape=" + text + "]", {0},
+                        [exprs](const auto& t) { return ops::expand(t[0], exprs); });
+}
+
+KernelBinding bind_gather(const BindContext& ctx, bool elements) {
+  const int64_t axis = attr_int(ctx.attrs(), "axis", 0, ctx.where());
+  return kernel_binding(ctx, elements ? "GatherElements" : "Gather", "axis=" + std::to_string(axis),
+                        {0, 1}, [=](const auto& t) {
+                          return elements ? ops::gather_elements(t[0], t[1], axis)
+                                          : ops::gather(t[0], t[1], axis);
+                        });
+}
+
+}  // namespace
+
+void register_shape_bindings() {
+  for (const char* op : {"Reshape", "Squeeze", "Unsqueeze", "Flatten"}) {
+    register_binding(op, [](const BindContext&) { return view_binding(LoweringKind::kView); });
+  }
+  register_binding("Identity",
+                   [](const BindContext&) { return view_binding(LoweringKind::kAlias); });
+  // Dropout is the identity at inference; its training_mode input (opset 12) must be a
+  // constant false, or the ratio a constant 0.
+  register_binding("Dropout", [](const BindContext& ctx) {
+    bool training = false;
+    if (ctx.has_input(2)) {
+      for (int64_t v : ctx.const_ints(2, "Dropout's training_mode")) training = training || v != 0;
+    }
+    if (training) {
+      bool zero_ratio = ctx.has_input(1);
+      if (zero_ratio) {
+        for (double r : ctx.const_floats(1, "Dropout's ratio")) zero_ratio = zero_ratio && r == 0;
+      }
+      if (!zero_ratio) ctx.fail("Dropout in training mode is not computable (inference only)");
+    }
+    return view_binding(LoweringKind::kAlias);
+  });
+  for (const char* op : {"Shape", "Size"}) {
+    register_binding(op, [](const BindContext&) { return view_binding(LoweringKind::kHost); });
+  }
+  register_binding("Transpose", bind_transpose);
+  register_binding("Concat", bind_concat);
+  register_binding("Split", bind_split);
+  register_binding("Slice", bind_slice);
+  register_binding("Pad", bind_pad);
+  register_binding("Tile", bind_tile);
+  register_binding("Expand", bind_expand);
+  register_binding("Gather", [](const BindContext& ctx) { return bind_gather(ctx, false); });
+  register_binding("GatherElements", [](const BindContext& ctx) { return bind_gather(ctx, true); });
+}
+
+}  // namespace dynvm::compiler

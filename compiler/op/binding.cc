@@ -1,0 +1,167 @@
+// The binding table and BindContext's constant readers (see binding.h). Like the op
+// registry, each family file registers its bindings in a function called once, on the
+// table's first use.
+#include "compiler/op/binding.h"
+
+#include <map>
+
+#include "compiler/op/bind_families.h"
+#include "vm/error.h"
+
+namespace dynvm::compiler {
+namespace {
+
+std::map<std::string, BindFn>& table() {
+  static std::map<std::string, BindFn> bindings;
+  return bindings;
+}
+
+void ensure_registered() {
+  static const bool done = [] {
+    register_elementwise_bindings();
+    register_shape_bindings();
+    register_nn_bindings();
+    return true;
+  }();
+  (void)done;
+}
+
+template <typename T>
+std::vector<T> tensor_elements(const vm::Tensor& t) {
+  std::vector<T> out;
+  out.reserve(static_cast<size_t>(t.numel()));
+  for (int64_t k = 0; k < t.numel(); ++k) {
+    switch (t.dtype()) {
+#define DYNVM_READ(dt, ctype)                                   \
+  case vm::DType::dt:                                           \
+    out.push_back(static_cast<T>(t.data_as<const ctype>()[k])); \
+    break;
+      DYNVM_READ(kFloat32, float)
+      DYNVM_READ(kFloat64, double)
+      DYNVM_READ(kInt8, int8_t)
+      DYNVM_READ(kInt16, int16_t)
+      DYNVM_READ(kInt32, int32_t)
+      DYNVM_READ(kInt64, int64_t)
+      DYNVM_READ(kUInt8, uint8_t)
+      DYNVM_READ(kUInt16, uint16_t)
+      DYNVM_READ(kUInt32, uint32_t)
+      DYNVM_READ(kUInt64, uint64_t)
+      DYNVM_READ(kBool, bool)
+#undef DYNVM_READ
+      default:
+        return {};
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void register_binding(const std::string& op, BindFn bind) {
+  DYNVM_INTERNAL_CHECK(bind != nullptr, "binding of ", op, " is empty");
+  bool inserted = table().emplace(op, std::move(bind)).second;
+  DYNVM_INTERNAL_CHECK(inserted, "binding of ", op, " registered twice");
+}
+
+const BindFn* find_binding(const std::string& op) {
+  ensure_registered();
+  auto it = table().find(op);
+  return it == table().end() ? nullptr : &it->second;
+}
+
+std::vector<int64_t> BindContext::const_ints(size_t i, const char* what) const {
+  if (!has_input(i)) fail(what, " (input ", i, ") is missing");
+  const ValueFacts& f = inputs_[i];
+  if (f.constant.defined()) {
+    if (vm::is_floating(f.constant.dtype())) fail(what, " must be integers");
+    if (f.constant.dtype() == vm::DType::kFloat16 || f.constant.dtype() == vm::DType::kBFloat16 ||
+        f.constant.dtype() == vm::DType::kComplex64 ||
+        f.constant.dtype() == vm::DType::kComplex128) {
+      fail(what, " has the unsupported dtype ", vm::dtype_name(f.constant.dtype()));
+    }
+    return tensor_elements<int64_t>(f.constant);
+  }
+  if (f.value) {
+    std::vector<int64_t> out;
+    for (const Dim& d : *f.value) {
+      if (!d.is_const()) fail(what, " must be a compile-time constant, got ", to_string(d));
+      out.push_back(d.value());
+    }
+    return out;
+  }
+  fail(what, " must be a compile-time constant");
+}
+
+std::vector<double> BindContext::const_floats(size_t i, const char* what) const {
+  if (!has_input(i)) fail(what, " (input ", i, ") is missing");
+  const ValueFacts& f = inputs_[i];
+  if (f.constant.defined()) {
+    const vm::DType t = f.constant.dtype();
+    if (t == vm::DType::kFloat16 || t == vm::DType::kBFloat16 || t == vm::DType::kComplex64 ||
+        t == vm::DType::kComplex128) {
+      fail(what, " has the unsupported dtype ", vm::dtype_name(t));
+    }
+    return tensor_elements<double>(f.constant);
+  }
+  if (f.value) {
+    std::vector<double> out;
+    for (int64_t v : const_ints(i, what)) out.push_back(static_cast<double>(v));
+    return out;
+  }
+  fail(what, " must be a compile-time constant");
+}
+
+std::string arg_dtypes(const BindContext& ctx, const std::vector<size_t>& args) {
+  std::string out;
+  for (size_t i : args) {
+    if (!out.empty()) out += ",";
+    const Type& t = ctx.input(i).type;
+    out += t.is_tensor() ? std::string(vm::dtype_name(t->dtype)) : "?";
+  }
+  return out;
+}
+
+std::string key_int(const BindContext& ctx, const char* name, int64_t fallback) {
+  return std::string(name) + "=" +
+         std::to_string(attr_int(ctx.attrs(), name, fallback, ctx.where()));
+}
+
+std::string key_float(const BindContext& ctx, const char* name, double fallback) {
+  return std::string(name) + "=" +
+         to_string(AttrValue(attr_float(ctx.attrs(), name, fallback, ctx.where())));
+}
+
+std::string key_string(const BindContext& ctx, const char* name, const std::string& fallback) {
+  return std::string(name) + "=" + attr_string(ctx.attrs(), name, fallback, ctx.where());
+}
+
+std::string key_ints(const std::vector<int64_t>& values) { return to_string(AttrValue(values)); }
+std::string key_floats(const std::vector<double>& values) { return to_string(AttrValue(values)); }
+
+KernelBinding kernel_binding(
+    const BindContext& ctx, const std::string& op, const std::string& parts,
+    std::vector<size_t> args,
+    std::function<ops::OpInstance(const std::vector<ops::TensorType>&)> build) {
+  KernelBinding b;
+  b.kind = LoweringKind::kKernel;
+  b.key = op + "|" + parts + "|" + arg_dtypes(ctx, args);
+  b.args = std::move(args);
+  b.build = std::move(build);
+  return b;
+}
+
+KernelBinding view_binding(LoweringKind kind) {
+  KernelBinding b;
+  b.kind = kind;
+  return b;
+}
+
+std::vector<size_t> present_inputs(const BindContext& ctx, size_t first) {
+  std::vector<size_t> out;
+  for (size_t i = first; i < ctx.num_inputs(); ++i) {
+    if (ctx.has_input(i)) out.push_back(i);
+  }
+  return out;
+}
+
+}  // namespace dynvm::compiler

@@ -1,0 +1,108 @@
+// The compiler's steps in order (see pipeline.h).
+#include "compiler/pipeline.h"
+
+#include <chrono>
+#include <iostream>
+#include <set>
+
+#include "compiler/ir/printer.h"
+#include "compiler/lower/lower.h"
+#include "compiler/passes/expand_recurrent.h"
+#include "compiler/passes/infer_types.h"
+#include "kernels/arith/printer.h"
+#include "vm/error.h"
+
+namespace dynvm::compiler {
+namespace {
+
+class Steps {
+ public:
+  explicit Steps(const PipelineOptions& o) : o_(o), log_(o.log != nullptr ? *o.log : std::cerr) {}
+
+  template <typename F>
+  auto run(const std::string& name, F&& step) {
+    auto start = std::chrono::steady_clock::now();
+    auto result = step();
+    if (o_.time_passes) {
+      double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
+      log_ << "[time] " << name << ": " << ms << " ms\n";
+    }
+    return result;
+  }
+
+  void dump(const std::string& name, const Module& m) {
+    if (o_.dump_after != name && o_.dump_after != "all") return;
+    PrintOptions p;
+    p.max_constant_elements = 8;
+    log_ << "// IR after " << name << "\n" << print_module(m, p);
+  }
+
+ private:
+  const PipelineOptions& o_;
+  std::ostream& log_;
+};
+
+// The entry's parameters with the dims of --static inputs replaced by their values.
+Module fix_static_inputs(Module m, const std::map<std::string, std::vector<int64_t>>& inputs) {
+  if (inputs.empty()) return m;
+  auto main = std::make_shared<Function>(*m.find_function(m.entry));
+  std::set<std::string> seen;
+  for (Expr& p : main->params) {
+    auto it = inputs.find(p->name);
+    if (it == inputs.end()) continue;
+    seen.insert(p->name);
+    const Type& t = p.type();
+    if (!t.is_tensor() || t->dims.size() != it->second.size()) {
+      user_error("--static ", p->name, ": the input is ", to_string(t), ", given ",
+                 it->second.size(), " dims");
+    }
+    std::vector<Dim> dims;
+    for (size_t k = 0; k < t->dims.size(); ++k) {
+      const Dim& d = t->dims[k];
+      int64_t v = it->second[k];
+      if (d.is_const() && d.value() != v) {
+        user_error("--static ", p->name, ": dim ", k, " is ", d.value(), ", given ", v);
+      }
+      if (!d.is_const() && !d.is_any() && d.expr().kind() == arith::ExprKind::kVar) {
+        // Every use of the symbol (in other inputs too) becomes the value.
+        for (DimSymbol& s : m.dims) {
+          if (s.var.id() == d.expr()->var_id) s.min = s.max = v;
+        }
+      }
+      dims.emplace_back(v);
+    }
+    p = with_type(p, tensor_type(t->dtype, dims));
+  }
+  for (const auto& [name, shape] : inputs) {
+    if (!seen.count(name)) user_error("--static ", name, ": the model has no input of that name");
+  }
+  for (auto& f : m.functions) {
+    if (f->name == m.entry) f = main;
+  }
+  return m;
+}
+
+}  // namespace
+
+vm::Executable compile_onnx(const std::string& model_path, const PipelineOptions& options) {
+  Steps steps(options);
+  Module m = steps.run("import", [&] {
+    return frontends::onnx_import::import_onnx_file(model_path, options.import);
+  });
+  steps.dump("import", m);
+  m = steps.run("static", [&] { return fix_static_inputs(std::move(m), options.static_inputs); });
+  steps.dump("static", m);
+  m = steps.run("expand_recurrent", [&] { return expand_recurrent(m); });
+  steps.dump("expand_recurrent", m);
+  TypedModule typed = steps.run("infer_types", [&] { return infer_types_with_facts(m); });
+  steps.dump("infer_types", typed.module);
+  LowerOptions lower;
+  lower.static_shapes = options.specialize;
+  lower.progress = options.progress;
+  lower.producer = options.producer;
+  return steps.run("lower", [&] { return lower_module(typed, lower); });
+}
+
+}  // namespace dynvm::compiler

@@ -1,0 +1,88 @@
+// vmc: compiles an ONNX model into a .vmexe (compiler/pipeline.h does the work). Every
+// failure is one line on stderr starting with "vmc: " and a non-zero exit: 2 for a
+// malformed command line, 1 for a model it cannot compile. The output file is written
+// only when compilation succeeded (to a temporary name, then renamed), so a failed run
+// never leaves a half-written executable behind.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "compiler/tools/vmc_options.h"
+#include "serializer/vmexe.h"
+#include "vm/error.h"
+#include "vm/tools/tool_main.h"
+
+namespace dynvm::vmc {
+namespace {
+
+// A one-line progress display on stderr for kernel compilation, shown once compiling has
+// taken more than two seconds (and only on a terminal).
+class Progress {
+ public:
+  explicit Progress(bool enabled) : enabled_(enabled && isatty(STDERR_FILENO) != 0) {}
+  void update(size_t done, size_t total, const std::string& what) {
+    if (!enabled_) return;
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (s < 2.0) return;
+    std::fprintf(stderr, "\rvmc: lowering kernel %zu/%zu %-40.40s", done, total, what.c_str());
+    if (done == total)
+      std::fprintf(stderr, "\rvmc: generating machine code for %zu kernels...%-20s", total, "");
+    shown_ = true;
+  }
+  void finish() {
+    if (shown_) std::fprintf(stderr, "\r%-90s\r", "");
+  }
+
+ private:
+  bool enabled_;
+  bool shown_ = false;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+int run(int argc, const char* const* argv) {
+  Options o = parse_options(argc, argv);
+  if (o.help) {
+    std::cout << usage_text();
+    return 0;
+  }
+  if (o.version) {
+    std::cout << "vmc (dynvm) 0.1 (.vmexe format " << serializer::kFormatMajor << "."
+              << serializer::kFormatMinor << ")\n";
+    return 0;
+  }
+  Progress progress(!o.quiet);
+  o.pipeline.progress = [&](size_t d, size_t t, const std::string& w) { progress.update(d, t, w); };
+  o.pipeline.producer = "vmc 0.1 from " + std::filesystem::path(o.model).filename().string();
+  auto start = std::chrono::steady_clock::now();
+  vm::Executable exe;
+  try {
+    exe = compiler::compile_onnx(o.model, o.pipeline);
+  } catch (...) {
+    progress.finish();
+    throw;
+  }
+  progress.finish();
+  std::string tmp = o.output + ".tmp";
+  serializer::save_vmexe(exe, tmp);
+  std::filesystem::rename(tmp, o.output);
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!o.quiet) {
+    size_t variants = 0;
+    for (const auto& k : exe.kernels) variants += k.variants.size();
+    std::fprintf(stderr, "vmc: wrote %s (%zu kernels, %zu variants, %zu instructions) in %.1f s\n",
+                 o.output.c_str(), exe.kernels.size(), variants,
+                 exe.functions.empty() ? size_t{0} : exe.functions[0].code.size(), s);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace dynvm::vmc
+
+int main(int argc, char** argv) {
+  return dynvm::tools::tool_main<dynvm::vmc::UsageError>(
+      "vmc", [&] { return dynvm::vmc::run(argc, argv); });
+}

@@ -1,0 +1,135 @@
+// vmc's command line (see vmc_options.h).
+#include "compiler/tools/vmc_options.h"
+
+#include <cctype>
+#include <charconv>
+#include <sstream>
+
+namespace dynvm::vmc {
+namespace {
+
+int64_t parse_int(const std::string& s, const std::string& what) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) {
+    throw UsageError(what + ": '" + s + "' is not an integer");
+  }
+  return v;
+}
+
+// NAME=VALUE
+std::pair<std::string, std::string> split_assignment(const std::string& arg,
+                                                     const std::string& flag) {
+  size_t eq = arg.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size()) {
+    throw UsageError(flag + " expects NAME=VALUE, got '" + arg + "'");
+  }
+  return {arg.substr(0, eq), arg.substr(eq + 1)};
+}
+
+}  // namespace
+
+std::string usage_text() {
+  return R"(usage: vmc MODEL.onnx [-o OUT.vmexe] [options]
+
+Compiles an ONNX model once, with its symbolic dims kept symbolic, into a .vmexe that
+vmrun runs on any input size.
+
+options:
+  -o, --output FILE      where to write the executable (default: MODEL with .vmexe)
+  --dim NAME=LO..HI      the range of a symbolic dim (or NAME=V for one size); the
+                         model's dim names, or <input>_<axis> for unnamed dims
+  --dim NAME=OTHER       dim NAME is the same size as dim OTHER (one symbol)
+  --static NAME=SHAPE    compile input NAME for exactly SHAPE (e.g. x=1x3x48x320): a
+                         fully static executable, for comparison with the dynamic one
+  --specialize NAME=V    also generate kernel variants for dim NAME == V (repeatable)
+  --dump-ir after:STEP   print the IR after a step: import, static, expand_recurrent,
+                         infer_types, all
+  --time-passes          print how long each step took
+  -q, --quiet            no progress display
+  -h, --help             this text
+  --version              the version
+)";
+}
+
+Options parse_options(int argc, const char* const* argv) {
+  Options o;
+  auto value = [&](int& i, const std::string& flag) -> std::string {
+    if (i + 1 >= argc) throw UsageError(flag + " needs a value");
+    return argv[++i];
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-h" || a == "--help") {
+      o.help = true;
+    } else if (a == "--version") {
+      o.version = true;
+    } else if (a == "-q" || a == "--quiet") {
+      o.quiet = true;
+    } else if (a == "-o" || a == "--output") {
+      o.output = value(i, a);
+    } else if (a == "--time-passes") {
+      o.pipeline.time_passes = true;
+    } else if (a == "--dump-ir") {
+      std::string v = value(i, a);
+      if (v.rfind("after:", 0) != 0)
+        throw UsageError("--dump-ir expects after:STEP, got '" + v + "'");
+      o.pipeline.dump_after = v.substr(6);
+      static const char* const kSteps[] = {"import", "static", "expand_recurrent", "infer_types",
+                                           "all"};
+      bool known = false;
+      for (const char* s : kSteps) known |= o.pipeline.dump_after == s;
+      if (!known) throw UsageError("--dump-ir: unknown step '" + o.pipeline.dump_after + "'");
+    } else if (a == "--dim") {
+      auto [name, range] = split_assignment(value(i, a), "--dim");
+      if (!range.empty() &&
+          (std::isalpha(static_cast<unsigned char>(range[0])) || range[0] == '_')) {
+        o.pipeline.import.same_dims[name] = range;  // --dim A=B: the same dim
+        continue;
+      }
+      frontends::onnx_import::DimRange r;
+      size_t dots = range.find("..");
+      if (dots == std::string::npos) {
+        r.min = r.max = parse_int(range, "--dim " + name);
+      } else {
+        r.min = parse_int(range.substr(0, dots), "--dim " + name);
+        r.max = parse_int(range.substr(dots + 2), "--dim " + name);
+      }
+      if (r.min < 0 || r.min > r.max)
+        throw UsageError("--dim " + name + ": empty or negative range " + range);
+      o.pipeline.import.dims[name] = r;
+    } else if (a == "--static") {
+      auto [name, shape] = split_assignment(value(i, a), "--static");
+      std::vector<int64_t> dims;
+      std::stringstream ss(shape);
+      std::string part;
+      while (std::getline(ss, part, 'x')) {
+        int64_t d = parse_int(part, "--static " + name);
+        if (d < 0) throw UsageError("--static " + name + ": negative dim");
+        dims.push_back(d);
+      }
+      o.pipeline.static_inputs[name] = dims;
+    } else if (a == "--specialize") {
+      auto [name, v] = split_assignment(value(i, a), "--specialize");
+      o.pipeline.specialize.push_back({{name, parse_int(v, "--specialize " + name)}});
+    } else if (!a.empty() && a[0] == '-') {
+      throw UsageError("unknown option " + a + " (see --help)");
+    } else if (o.model.empty()) {
+      o.model = a;
+    } else {
+      throw UsageError("more than one model given: " + o.model + " and " + a);
+    }
+  }
+  if (o.help || o.version) return o;
+  if (o.model.empty()) throw UsageError("no model given (see --help)");
+  if (o.output.empty()) {
+    std::string base = o.model;
+    size_t dot = base.rfind('.');
+    size_t slash = base.rfind('/');
+    if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) base.resize(dot);
+    o.output = base + ".vmexe";
+  }
+  return o;
+}
+
+}  // namespace dynvm::vmc

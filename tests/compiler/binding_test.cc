@@ -1,0 +1,110 @@
+// Kernel bindings (compiler/op/binding.h): which ops have one and of what kind, keys that
+// change exactly with what changes the kernel, compile-time inputs kept out of the kernel
+// arguments, auto_pad resolved from the argument types, and clear refusals. The ONNX node
+// tests check the bindings' values end to end (tests/conformance/).
+#include "compiler/op/binding.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/support/expect_user_error.h"
+
+namespace dynvm::compiler {
+namespace {
+
+ValueFacts tensor(vm::DType dtype, const std::vector<int64_t>& dims) {
+  std::vector<Dim> d(dims.begin(), dims.end());
+  return tensor_facts(dtype, d);
+}
+
+ValueFacts i64_constant(const std::vector<int64_t>& values) {
+  ValueFacts f = tensor(vm::DType::kInt64, {static_cast<int64_t>(values.size())});
+  f.constant =
+      vm::Tensor::from_vector(values, {static_cast<int64_t>(values.size())}, vm::DType::kInt64);
+  return f;
+}
+
+KernelBinding bind(const std::string& op, const Attrs& attrs, std::vector<ValueFacts> inputs,
+                   std::vector<Type> outputs = {tensor_type(vm::DType::kFloat32, {})}) {
+  const BindFn* fn = find_binding(op);
+  EXPECT_NE(fn, nullptr) << op;
+  return (*fn)(BindContext("%y = " + op, attrs, std::move(inputs), std::move(outputs)));
+}
+
+ops::TensorType static_type(const std::vector<int64_t>& dims) {
+  ops::TensorType t;
+  for (int64_t d : dims) t.shape.push_back(arith::make_int(d));
+  return t;
+}
+
+TEST(Binding, OpsWithoutABuilderHaveNoBinding) {
+  for (const char* op : {"LSTM", "GRU", "RNN", "Range", "ConstantOfShape", "Acos", "Atan"}) {
+    EXPECT_EQ(find_binding(op), nullptr) << op;
+  }
+  EXPECT_NE(find_binding("Conv"), nullptr);
+  EXPECT_NE(find_binding("PRelu"), nullptr);
+}
+
+TEST(Binding, ViewsAliasesAndHostValues) {
+  ValueFacts x = tensor(vm::DType::kFloat32, {2, 3});
+  EXPECT_EQ(bind("Reshape", {}, {x, i64_constant({6})}).kind, LoweringKind::kView);
+  EXPECT_EQ(bind("Flatten", {}, {x}).kind, LoweringKind::kView);
+  EXPECT_EQ(bind("Identity", {}, {x}).kind, LoweringKind::kAlias);
+  EXPECT_EQ(bind("Dropout", {}, {x}).kind, LoweringKind::kAlias);
+  EXPECT_EQ(bind("Shape", {}, {x}).kind, LoweringKind::kHost);
+}
+
+TEST(Binding, KeysChangeWithAttributesAndNotWithSpelledOutDefaults) {
+  ValueFacts a = tensor(vm::DType::kFloat32, {4, 8}), b = tensor(vm::DType::kFloat32, {8, 4});
+  std::string plain = bind("Gemm", {}, {a, b}).key;
+  EXPECT_EQ(bind("Gemm", {{"alpha", 1.0}, {"transA", int64_t{0}}}, {a, b}).key, plain);
+  EXPECT_NE(bind("Gemm", {{"alpha", 0.5}}, {a, b}).key, plain);
+  EXPECT_NE(bind("Gemm", {{"transB", int64_t{1}}}, {a, b}).key, plain);
+  // The argument dtypes are part of the key.
+  ValueFacts a64 = tensor(vm::DType::kFloat64, {4, 8}), b64 = tensor(vm::DType::kFloat64, {8, 4});
+  EXPECT_NE(bind("Gemm", {}, {a64, b64}).key, plain);
+  EXPECT_NE(bind("Mod", {{"fmod", int64_t{1}}}, {a, a}).key, bind("Mod", {}, {a, a}).key);
+}
+
+TEST(Binding, CompileTimeInputsAreInTheKeyNotTheArguments) {
+  ValueFacts x = tensor(vm::DType::kFloat32, {4, 6});
+  KernelBinding s1 = bind("Slice", {}, {x, i64_constant({1}), i64_constant({3})});
+  KernelBinding s2 = bind("Slice", {}, {x, i64_constant({0}), i64_constant({3})});
+  EXPECT_EQ(s1.args, std::vector<size_t>{0});
+  EXPECT_NE(s1.key, s2.key);
+  ops::OpInstance op = s1.build({static_type({4, 6})});
+  ASSERT_EQ(op.outputs.size(), 1u);
+  EXPECT_EQ(op.outputs[0]->shape()[0].int_value(), 2);
+  // Starts that are only known at run time are refused, naming the call.
+  EXPECT_USER_ERROR(bind("Slice", {}, {x, tensor(vm::DType::kInt64, {1}), i64_constant({3})}),
+                    "%y = Slice: Slice's starts must be a compile-time constant");
+}
+
+TEST(Binding, ConvSamePaddingComesFromTheArgumentTypes) {
+  ValueFacts x = tensor(vm::DType::kFloat32, {1, 2, 7, 7}),
+             w = tensor(vm::DType::kFloat32, {4, 2, 3, 3});
+  KernelBinding b = bind(
+      "Conv", {{"auto_pad", std::string("SAME_UPPER")}, {"strides", std::vector<int64_t>{2, 2}}},
+      {x, w});
+  EXPECT_EQ(b.args, (std::vector<size_t>{0, 1}));
+  ops::OpInstance op = b.build({static_type({1, 2, 7, 7}), static_type({4, 2, 3, 3})});
+  const auto& shape = op.outputs[0]->shape();
+  ASSERT_EQ(shape.size(), 4u);
+  EXPECT_EQ(shape[2].int_value(), 4);  // ceil(7 / 2)
+  EXPECT_EQ(shape[3].int_value(), 4);
+}
+
+TEST(Binding, RefusesWhatNoKernelComputes) {
+  ValueFacts x = tensor(vm::DType::kFloat32, {2, 3, 4});
+  EXPECT_USER_ERROR(bind("Softmax", {{"axis", int64_t{1}}, {"coerce_to_2d", int64_t{1}}}, {x}),
+                    "opset < 13");
+  // Over the last axis the legacy form is the one-axis kernel.
+  EXPECT_EQ(bind("Softmax", {{"axis", int64_t{2}}, {"coerce_to_2d", int64_t{1}}}, {x}).kind,
+            LoweringKind::kKernel);
+  EXPECT_USER_ERROR(
+      bind("MaxPool", {{"kernel_shape", std::vector<int64_t>{2}}, {"ceil_mode", int64_t{1}}}, {x}),
+      "ceil_mode");
+  EXPECT_USER_ERROR(bind("Sum", {}, {x, x, x}), "Sum of 3 inputs");
+}
+
+}  // namespace
+}  // namespace dynvm::compiler

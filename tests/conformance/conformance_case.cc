@@ -1,0 +1,235 @@
+// TEST-ONLY: reading ONNX node tests and comparing values (see conformance_case.h).
+#include "tests/conformance/conformance_case.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+
+#include "frontends/onnx/normalize.h"
+#include "frontends/onnx/tensor_proto.h"
+#include "vm/error.h"
+
+namespace dynvm::conformance {
+namespace {
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) user_error("cannot read ", path.string());
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+onnx::TensorProto read_tensor(const std::filesystem::path& path) {
+  onnx::TensorProto proto;
+  if (!proto.ParseFromString(read_file(path))) user_error(path.string(), " is not a TensorProto");
+  return proto;
+}
+
+// The inputs (by index) that our bindings read at compile time, per op.
+const std::map<std::string, std::set<int>>& compile_time_inputs() {
+  static const std::map<std::string, std::set<int>> table = {
+      {"Slice", {1, 2, 3, 4}},  {"Reshape", {1}},         {"Squeeze", {1}},
+      {"Unsqueeze", {1}},       {"Expand", {1}},          {"Tile", {1}},
+      {"Pad", {1, 2, 3}},       {"Split", {1}},           {"CumSum", {1}},
+      {"Resize", {1, 2, 3}},    {"Clip", {1, 2}},         {"ReduceSum", {1}},
+      {"ReduceMean", {1}},      {"ReduceMax", {1}},       {"ReduceMin", {1}},
+      {"ReduceProd", {1}},      {"ReduceL1", {1}},        {"ReduceL2", {1}},
+      {"ReduceLogSumExp", {1}}, {"ConstantOfShape", {0}}, {"Range", {0, 1, 2}},
+      {"Dropout", {1, 2}},
+  };
+  return table;
+}
+
+std::string sanitize(const std::string& name) {
+  std::string out = name;
+  for (char& c : out) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
+  }
+  return out;
+}
+
+// Why a graph (and its subgraphs) is outside what the importer accepts, or "".
+std::string unsupported_reason(const onnx::GraphProto& g, int64_t opset) {
+  for (const auto& n : g.node()) {
+    if (!n.domain().empty() && n.domain() != "ai.onnx") return "domain " + n.domain();
+    try {
+      frontends::onnx_import::check_supported(n.op_type(), opset, n.op_type());
+    } catch (const UserError& e) {
+      return e.what();
+    }
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) {
+        std::string why = unsupported_reason(a.g(), opset);
+        if (!why.empty()) return why;
+      }
+    }
+  }
+  return "";
+}
+
+template <typename T>
+bool match_values(const vm::Tensor& got, const vm::Tensor& want, double rtol, double atol,
+                  std::string* why) {
+  const T* g = got.data_as<const T>();
+  const T* w = want.data_as<const T>();
+  for (int64_t k = 0; k < want.numel(); ++k) {
+    bool ok;
+    if constexpr (std::is_floating_point_v<T>) {
+      const double a = g[k], b = w[k];
+      ok = (std::isnan(a) && std::isnan(b)) || a == b ||
+           std::abs(a - b) <= atol + rtol * std::abs(b);
+    } else {
+      ok = g[k] == w[k];
+    }
+    if (!ok) {
+      std::ostringstream s;
+      s << "element " << k << ": got " << +g[k] << ", expected " << +w[k];
+      *why = s.str();
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+NodeCase load_case(const std::filesystem::path& dir) {
+  NodeCase c;
+  c.name = dir.filename().string();
+  onnx::ModelProto model;
+  if (!model.ParseFromString(read_file(dir / "model.onnx"))) {
+    user_error(c.name, ": model.onnx is not a ModelProto");
+  }
+  int64_t opset = -1;
+  for (const auto& o : model.opset_import()) {
+    if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
+  }
+  onnx::GraphProto* g = model.mutable_graph();
+  for (const auto& n : g->node()) c.ops.push_back(n.op_type());
+  c.unsupported = unsupported_reason(*g, opset);
+  for (const auto* values : {&g->input(), &g->output()}) {
+    for (const auto& v : *values) {
+      if (!v.type().has_tensor_type()) {
+        c.unsupported = "a non-tensor value (" + v.name() + ")";
+      } else if (v.type().tensor_type().elem_type() == onnx::TensorProto::STRING) {
+        c.unsupported = "a string tensor (" + v.name() + ")";
+      }
+    }
+  }
+  if (!c.unsupported.empty()) return c;
+
+  // Graph inputs that are not initializers, each with its test_data_set_0 file.
+  std::set<std::string> initializers;
+  for (const auto& init : g->initializer()) initializers.insert(init.name());
+  const std::filesystem::path data = dir / "test_data_set_0";
+  std::vector<onnx::TensorProto> input_protos;
+  std::vector<std::string> input_names;
+  for (const auto& in : g->input()) {
+    if (initializers.count(in.name())) continue;
+    const auto path = data / ("input_" + std::to_string(input_protos.size()) + ".pb");
+    input_protos.push_back(read_tensor(path));
+    input_names.push_back(in.name());
+  }
+  for (size_t k = 0;; ++k) {
+    const auto path = data / ("output_" + std::to_string(k) + ".pb");
+    if (!std::filesystem::exists(path)) break;
+    c.outputs.push_back(
+        frontends::onnx_import::tensor_from_proto(read_tensor(path), path.string()));
+  }
+
+  // Compile-time inputs move into the initializers.
+  std::set<std::string> fold;
+  for (const auto& n : g->node()) {
+    auto it = compile_time_inputs().find(n.op_type());
+    if (it == compile_time_inputs().end()) continue;
+    for (int i : it->second) {
+      if (i < n.input_size() && !n.input(i).empty()) fold.insert(n.input(i));
+    }
+  }
+  onnx::GraphProto kept_inputs;
+  for (size_t k = 0; k < input_names.size(); ++k) {
+    if (!fold.count(input_names[k])) continue;
+    onnx::TensorProto* init = g->add_initializer();
+    *init = input_protos[k];
+    init->set_name(input_names[k]);
+    c.folded.push_back(input_names[k]);
+  }
+  for (const auto& in : g->input()) {
+    if (fold.count(in.name()) && !initializers.count(in.name())) continue;
+    *kept_inputs.add_input() = in;
+  }
+  g->mutable_input()->Swap(kept_inputs.mutable_input());
+  for (size_t k = 0; k < input_names.size(); ++k) {
+    if (fold.count(input_names[k])) continue;
+    c.inputs.push_back(
+        frontends::onnx_import::tensor_from_proto(input_protos[k], c.name + " " + input_names[k]));
+  }
+
+  // Symbolic dims (named, or unnamed: `<input>_<axis>`) bound to the test's shapes.
+  size_t runtime = 0;
+  for (const auto& in : g->input()) {
+    if (initializers.count(in.name())) continue;
+    const vm::Tensor& t = c.inputs.at(runtime++);
+    const auto& shape = in.type().tensor_type().shape();
+    for (int d = 0; d < shape.dim_size() && d < t.ndim(); ++d) {
+      const auto& dim = shape.dim(d);
+      if (dim.has_dim_value()) continue;
+      std::string name =
+          dim.has_dim_param() ? dim.dim_param() : sanitize(in.name()) + "_" + std::to_string(d);
+      c.options.dims[name] = {t.dim(d), t.dim(d)};
+    }
+  }
+  c.model_bytes = model.SerializeAsString();
+  return c;
+}
+
+bool tensors_match(const vm::Tensor& got, const vm::Tensor& want, double rtol, double atol,
+                   std::string* why) {
+  if (got.dtype() != want.dtype()) {
+    *why = "dtype " + std::string(vm::dtype_name(got.dtype())) + ", expected " +
+           std::string(vm::dtype_name(want.dtype()));
+    return false;
+  }
+  if (got.shape() != want.shape()) {
+    *why = "shape differs";
+    return false;
+  }
+  switch (want.dtype()) {
+    case vm::DType::kFloat32:
+      return match_values<float>(got, want, rtol, atol, why);
+    case vm::DType::kFloat64:
+      return match_values<double>(got, want, rtol, atol, why);
+    case vm::DType::kInt8:
+      return match_values<int8_t>(got, want, 0, 0, why);
+    case vm::DType::kInt16:
+      return match_values<int16_t>(got, want, 0, 0, why);
+    case vm::DType::kInt32:
+      return match_values<int32_t>(got, want, 0, 0, why);
+    case vm::DType::kInt64:
+      return match_values<int64_t>(got, want, 0, 0, why);
+    case vm::DType::kUInt8:
+      return match_values<uint8_t>(got, want, 0, 0, why);
+    case vm::DType::kUInt16:
+      return match_values<uint16_t>(got, want, 0, 0, why);
+    case vm::DType::kUInt32:
+      return match_values<uint32_t>(got, want, 0, 0, why);
+    case vm::DType::kUInt64:
+      return match_values<uint64_t>(got, want, 0, 0, why);
+    case vm::DType::kBool:
+      return match_values<uint8_t>(got, want, 0, 0, why);
+    default:
+      if (std::memcmp(got.data(), want.data(), want.nbytes()) != 0) {
+        *why = "bytes differ";
+        return false;
+      }
+      return true;
+  }
+}
+
+}  // namespace dynvm::conformance

@@ -1,0 +1,40 @@
+// TEST-ONLY: one ONNX backend node test (OUTDIR/node/test_*/: model.onnx and
+// test_data_set_0/{input,output}_N.pb, from scripts/gen-conformance.sh) read for our stack,
+// and the value comparison the suite uses.
+//
+// Inputs that our compiler reads at compile time (Slice's starts, Reshape's shape, Clip's
+// bounds, reduction axes, Resize's scales, ...) are graph inputs in many node tests; a
+// model deployed with dynvm has them as initializers, so the loader moves such inputs, with
+// the test's values, into the graph's initializers before the model is imported.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "frontends/onnx/importer.h"
+#include "vm/tensor.h"
+
+namespace dynvm::conformance {
+
+struct NodeCase {
+  std::string name;                 // "test_abs"
+  std::vector<std::string> ops;     // the op types of the top-level graph's nodes
+  std::string unsupported;          // non-empty: why the case is outside what we import
+  std::string model_bytes;          // the model with compile-time inputs folded in
+  std::vector<vm::Tensor> inputs;   // the remaining (run-time) inputs, in graph order
+  std::vector<vm::Tensor> outputs;  // the expected outputs, in graph order
+  std::vector<std::string> folded;  // names of the inputs folded into initializers
+  frontends::onnx_import::ImportOptions options;  // symbolic dims bound to the test shapes
+};
+
+// The node test in `dir`. Throws (UserError / std::exception) when its files are unreadable.
+NodeCase load_case(const std::filesystem::path& dir);
+
+// Whether `got` matches `want`: same dtype and shape; floats within atol + rtol * |want|
+// (NaN matches NaN), everything else exactly. `why` says where it first differs.
+bool tensors_match(const vm::Tensor& got, const vm::Tensor& want, double rtol, double atol,
+                   std::string* why);
+
+}  // namespace dynvm::conformance

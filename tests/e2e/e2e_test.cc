@@ -1,0 +1,239 @@
+// End to end: a model compiled ONCE with symbolic dims by the real pipeline
+// (compiler/pipeline.h, what vmc runs), serialized to .vmexe bytes and read back, then run by
+// the VM on every reference case — references from ONNX Runtime / numpy / PyTorch committed
+// beside the models (examples/demo, tests/e2e/models), or values worked out in the test.
+// Outputs match within rtol 1e-3, atol 1e-4, integers exactly; shapes exactly. Also the vmc
+// binary's command line: one-line errors, exit codes, no file left behind by a failure.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "compiler/pipeline.h"
+#include "serializer/vmexe.h"
+#include "tests/support/expect_user_error.h"
+#include "tests/support/run_program.h"
+#include "vm/interpreter.h"
+#include "vm/npy.h"
+#include "vm/program.h"
+
+namespace dynvm::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string source(const std::string& path) { return std::string(DYNVM_SOURCE_DIR) + "/" + path; }
+
+// Compiles, writes and reads back the .vmexe bytes, loads.
+std::shared_ptr<const vm::Program> compile(const std::string& model,
+                                           const compiler::PipelineOptions& options) {
+  vm::Executable exe = compiler::compile_onnx(source(model), options);
+  return vm::Program::load(serializer::read_vmexe(serializer::write_vmexe(exe)));
+}
+
+double element(const vm::Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case vm::DType::kFloat32:
+      return t.data_as<float>()[i];
+    case vm::DType::kInt64:
+      return static_cast<double>(t.data_as<int64_t>()[i]);
+    case vm::DType::kInt32:
+      return t.data_as<int32_t>()[i];
+    case vm::DType::kBool:
+      return t.data_as<uint8_t>()[i];
+    default:
+      ADD_FAILURE() << "untested dtype";
+      return 0;
+  }
+}
+
+void expect_matches(const vm::Tensor& got, const vm::Tensor& want, const std::string& what) {
+  ASSERT_EQ(got.dtype(), want.dtype()) << what;
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  const bool exact = want.dtype() != vm::DType::kFloat32;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    double g = element(got, i), w = element(want, i);
+    if (exact) {
+      ASSERT_EQ(g, w) << what << " element " << i;
+    } else {
+      ASSERT_LE(std::fabs(g - w), 1e-4 + 1e-3 * std::fabs(w)) << what << " element " << i;
+    }
+  }
+}
+
+// Runs every case folder (inputs/<name>.npy, outputs/<name>.npy) through one program.
+void run_cases(const std::shared_ptr<const vm::Program>& program,
+               const std::vector<std::string>& case_dirs) {
+  vm::VirtualMachine machine(program);
+  const vm::Executable& exe = program->exe();
+  for (const std::string& dir : case_dirs) {
+    std::vector<vm::Value> inputs;
+    for (const vm::TensorSpec& in : exe.inputs) {
+      inputs.emplace_back(vm::read_npy(source(dir + "/inputs/" + in.name + ".npy")));
+    }
+    std::vector<vm::Value> outputs = machine.run(inputs);
+    ASSERT_EQ(outputs.size(), exe.outputs.size()) << dir;
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      const std::string& name = exe.outputs[k].name;
+      expect_matches(outputs[k].as_tensor(),
+                     vm::read_npy(source(dir + "/outputs/" + name + ".npy")), dir + " " + name);
+    }
+  }
+}
+
+// The bundled demo: an If on the input's energy and a Loop that refines until converged,
+// over any sequence length, from one executable.
+TEST(EndToEnd, DemoModelMatchesItsReferencesAtEveryLength) {
+  compiler::PipelineOptions options;
+  options.import.dims["seq"] = {1, 4096};
+  auto program = compile("examples/demo/demo.onnx", options);
+  run_cases(program, {"examples/demo/reference/seq_1", "examples/demo/reference/seq_7",
+                      "examples/demo/reference/seq_64"});
+}
+
+// Nested If on two run-time flags; values worked out here.
+TEST(EndToEnd, NestedIfTakesTheBranchItsFlagsSelect) {
+  auto program = compile("tests/frontends/fixtures/nested_if.onnx", {});
+  vm::VirtualMachine machine(program);
+  std::vector<float> x{-1.5f, 0.5f, 2.0f};
+  for (bool a : {true, false}) {
+    for (bool b : {true, false}) {
+      std::vector<vm::Value> in{
+          vm::Tensor::from_vector(x, {3}, vm::DType::kFloat32),
+          vm::Tensor::from_vector(std::vector<uint8_t>{a}, {}, vm::DType::kBool),
+          vm::Tensor::from_vector(std::vector<uint8_t>{b}, {}, vm::DType::kBool)};
+      const vm::Tensor y = machine.run(in).at(0).as_tensor();
+      for (size_t i = 0; i < x.size(); ++i) {
+        float want = a ? (b ? std::max(x[i], 0.0f) : -x[i]) : std::exp(x[i]);
+        EXPECT_NEAR(y.data_as<float>()[i], want, 1e-6 * std::fabs(want)) << a << b << i;
+      }
+    }
+  }
+}
+
+// Opset-9 Unsqueeze / Squeeze / Slice / Clip / Softmax, at several batch sizes.
+TEST(EndToEnd, LegacyOpsetModelRunsAtEveryBatch) {
+  compiler::PipelineOptions options;
+  options.import.dims["batch"] = {1, 256};
+  auto program = compile("tests/frontends/fixtures/legacy_ops.onnx", options);
+  vm::VirtualMachine machine(program);
+  for (int64_t batch : {1, 2, 17}) {
+    std::vector<float> x(static_cast<size_t>(batch * 8));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 11) * 0.37f - 1.7f;
+    std::vector<vm::Value> in{vm::Tensor::from_vector(x, {batch, 8}, vm::DType::kFloat32)};
+    const vm::Tensor y = machine.run(in).at(0).as_tensor();
+    ASSERT_EQ(y.shape(), (vm::Shape{batch, 6}));
+    for (int64_t r = 0; r < batch; ++r) {
+      double e[6], sum = 0;
+      for (int c = 0; c < 6; ++c) {
+        double v =
+            std::clamp(static_cast<double>(x[static_cast<size_t>(r * 8 + c + 1)]), -1.0, 1.0);
+        e[c] = std::exp(v);
+        sum += e[c];
+      }
+      for (int c = 0; c < 6; ++c) {
+        EXPECT_NEAR(y.data_as<float>()[r * 6 + c], e[c] / sum, 1e-6) << batch << " " << r;
+      }
+    }
+  }
+}
+
+// Fully static compilation (--static) of the same model gives the same answers.
+TEST(EndToEnd, StaticCompilationAgreesWithTheSymbolicOne) {
+  compiler::PipelineOptions options;
+  options.static_inputs["x"] = {7, 16};
+  auto program = compile("examples/demo/demo.onnx", options);
+  EXPECT_EQ(program->exe().inputs[0].dims[0].value, 7);
+  EXPECT_FALSE(program->exe().inputs[0].dims[0].is_symbolic());
+  run_cases(program, {"examples/demo/reference/seq_7"});
+  compiler::PipelineOptions wrong;
+  wrong.static_inputs["x"] = {7, 15};
+  EXPECT_USER_ERROR(compile("examples/demo/demo.onnx", wrong), "--static x: dim 1 is 16, given 15");
+}
+
+// ---- vmc's command line ----
+
+class Vmc : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) /
+           ("vmc_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  testing::ProgramResult vmc(const std::vector<std::string>& args) {
+    return testing::run_program(VMC_PATH, args, dir_.string());
+  }
+  fs::path dir_;
+};
+
+bool one_line(const std::string& s, const std::string& prefix) {
+  return s.rfind(prefix, 0) == 0 && s.find('\n') == s.size() - 1;
+}
+
+TEST_F(Vmc, CompilesAModelThatVmrunRuns) {
+  std::string out = (dir_ / "demo.vmexe").string();
+  auto r = vmc({source("examples/demo/demo.onnx"), "-o", out, "--dim", "seq=1..512", "-q"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_TRUE(fs::exists(out));
+  auto run = testing::run_program(
+      VMRUN_PATH, {out, "--input", "x=" + source("examples/demo/reference/seq_7/inputs/x.npy")},
+      dir_.string());
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.out.find("y: f32 [7, 16]"), std::string::npos) << run.out;
+}
+
+TEST_F(Vmc, HelpAndVersion) {
+  auto help = vmc({"--help"});
+  EXPECT_EQ(help.status, 0);
+  EXPECT_NE(help.out.find("usage: vmc MODEL.onnx"), std::string::npos);
+  EXPECT_NE(vmc({"--version"}).out.find("vmc (dynvm)"), std::string::npos);
+}
+
+TEST_F(Vmc, BadCommandLinesExitTwoWithOneLine) {
+  for (const auto& args : std::vector<std::vector<std::string>>{{},
+                                                                {"--frobnicate"},
+                                                                {"a.onnx", "b.onnx"},
+                                                                {"m.onnx", "--dim", "seq"},
+                                                                {"m.onnx", "--dim", "seq=9..2"},
+                                                                {"m.onnx", "--static", "x=1xq"},
+                                                                {"m.onnx", "--dump-ir", "before:x"},
+                                                                {"m.onnx", "-o"}}) {
+    auto r = vmc(args);
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_TRUE(one_line(r.err, "vmc: ")) << r.err;
+  }
+}
+
+TEST_F(Vmc, BadModelsExitOneAndLeaveNoFile) {
+  std::string out = (dir_ / "x.vmexe").string();
+  fs::path junk = dir_ / "junk.onnx";
+  std::ofstream(junk) << "not a model";
+  for (const std::string& model : {(dir_ / "missing.onnx").string(), junk.string(),
+                                   source("tests/frontends/fixtures/unsupported.onnx")}) {
+    auto r = vmc({model, "-o", out});
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_TRUE(one_line(r.err, "vmc: ")) << r.err;
+    EXPECT_FALSE(fs::exists(out));
+    EXPECT_FALSE(fs::exists(out + ".tmp"));
+  }
+  auto r = vmc({source("examples/demo/demo.onnx"), "-o", out, "--dim", "nope=1..2"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("--dim nope: the model has no symbolic dim of that name"), std::string::npos)
+      << r.err;
+}
+
+TEST_F(Vmc, DumpIrAndTimePasses) {
+  auto r =
+      vmc({source("tests/frontends/fixtures/legacy_ops.onnx"), "-o", (dir_ / "l.vmexe").string(),
+           "--dump-ir", "after:infer_types", "--time-passes", "-q"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("// IR after infer_types"), std::string::npos);
+  EXPECT_NE(r.err.find("%y: f32[batch, 6] = Softmax("), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("[time] lower: "), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dynvm::e2e
