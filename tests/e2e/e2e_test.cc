@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "compiler/pipeline.h"
 #include "serializer/vmexe.h"
@@ -149,6 +151,107 @@ TEST(EndToEnd, StaticCompilationAgreesWithTheSymbolicOne) {
   compiler::PipelineOptions wrong;
   wrong.static_inputs["x"] = {7, 15};
   EXPECT_USER_ERROR(compile("examples/demo/demo.onnx", wrong), "--static x: dim 1 is 16, given 15");
+}
+
+// LSTM nodes (forward with initial state, reverse without) expanded into Loops; references
+// from ONNX Runtime (scripts/models/make_lstm_models.py).
+TEST(EndToEnd, LstmForwardAndReverseMatchOnnxRuntime) {
+  for (const char* name : {"lstm_forward", "lstm_reverse"}) {
+    compiler::PipelineOptions options;
+    options.import.dims["seq"] = {1, 1024};
+    options.import.dims["batch"] = {1, 64};
+    std::string dir = std::string("tests/e2e/models/") + name;
+    auto program = compile(dir + "/model.onnx", options);
+    run_cases(program, {dir + "/cases/0", dir + "/cases/1", dir + "/cases/2"});
+  }
+}
+
+// Models exported from PyTorch with data-dependent Loop and If (a greedy decoder that stops
+// at an end token; an RNN branching on the sign of its state); references from PyTorch.
+TEST(EndToEnd, PyTorchLoopModelsMatchPyTorch) {
+  compiler::PipelineOptions decoder;
+  decoder.import.dims["src_len"] = {1, 4096};
+  run_cases(compile("tests/e2e/models/greedy_decoder/model.onnx", decoder),
+            {"tests/e2e/models/greedy_decoder/cases/0", "tests/e2e/models/greedy_decoder/cases/1",
+             "tests/e2e/models/greedy_decoder/cases/2", "tests/e2e/models/greedy_decoder/cases/3"});
+  compiler::PipelineOptions rnn;
+  rnn.import.dims["seq"] = {1, 4096};
+  run_cases(compile("tests/e2e/models/sign_branch_rnn/model.onnx", rnn),
+            {"tests/e2e/models/sign_branch_rnn/cases/0", "tests/e2e/models/sign_branch_rnn/cases/1",
+             "tests/e2e/models/sign_branch_rnn/cases/2"});
+}
+
+std::string real_model(const std::string& name) {
+  const char* dir = std::getenv("DYNVM_MODELS_DIR");
+  std::string path = std::string(dir != nullptr ? dir : source(".models")) + "/" + name;
+  if (!fs::exists(path)) ADD_FAILURE() << path << " is missing: run make models";
+  return path;
+}
+
+// PP-OCRv4's recogniser, compiled once with N and W symbolic, at (N, W) = (1, 100),
+// (1, 320), (4, 320): at ORT's five most likely classes of every time step our
+// probabilities match ORT's (scripts/models/make_real_model_references.py).
+TEST(EndToEndRealModels, PpOcrMatchesOnnxRuntimeAtEveryWidth) {
+  compiler::PipelineOptions options;
+  options.import.dims["p2o.DynamicDimension.0"] = {1, 8};
+  options.import.dims["p2o.DynamicDimension.1"] = {8, 2048};
+  auto program = vm::Program::load(serializer::read_vmexe(
+      serializer::write_vmexe(compiler::compile_onnx(real_model("ppocrv4_rec.onnx"), options))));
+  vm::VirtualMachine machine(program);
+  for (int k = 0; k < 3; ++k) {
+    std::string dir = source("tests/e2e/models/ppocrv4_rec/cases/" + std::to_string(k));
+    std::ifstream shape(dir + "/shape.txt");
+    int64_t n = 0, w = 0;
+    shape >> n >> w;
+    vm::Tensor x = vm::Tensor::empty({n, 3, 48, w}, vm::DType::kFloat32);
+    float* p = x.data_as<float>();
+    for (int64_t a = 0; a < n; ++a)
+      for (int64_t c = 0; c < 3; ++c)
+        for (int64_t h = 0; h < 48; ++h)
+          for (int64_t q = 0; q < w; ++q) {
+            *p++ = static_cast<float>(((7 * a + 5 * c + 3 * h + q) % 17) / 8.0 - 1.0);
+          }
+    std::vector<vm::Value> in{x};
+    const vm::Tensor y = machine.run(in).at(0).as_tensor();
+    const vm::Tensor index = vm::read_npy(dir + "/outputs/top5_index.npy");
+    const vm::Tensor prob = vm::read_npy(dir + "/outputs/top5_prob.npy");
+    const int64_t steps = index.shape()[1], classes = 6625;
+    ASSERT_EQ(y.shape(), (vm::Shape{n, steps, classes})) << "N " << n << " W " << w;
+    for (int64_t i = 0; i < index.numel(); ++i) {
+      const int64_t row = i / 5;
+      const double got = y.data_as<float>()[row * classes + index.data_as<int64_t>()[i]];
+      const double want = prob.data_as<float>()[i];
+      ASSERT_LE(std::fabs(got - want), 1e-4 + 1e-3 * std::fabs(want))
+          << "N " << n << " W " << w << " at " << i;
+    }
+  }
+}
+
+// Silero VAD v5 streaming at 8 kHz (256-sample chunks), batch 1 and 4: each chunk gets the
+// state OUR previous chunk produced, and output and state match ONNX Runtime's stream.
+// The chunk length is bounded to 256 (the 16 kHz branch's `if dim == 1` guard is then
+// decided) and the unnamed batch dims of `input` and `state` are declared the same.
+TEST(EndToEndRealModels, SileroVadStreamsLikeOnnxRuntime) {
+  compiler::PipelineOptions options;
+  options.import.dims["input_0"] = {1, 16};
+  options.import.dims["input_1"] = {256, 256};
+  options.import.same_dims["state_1"] = "input_0";
+  auto program = vm::Program::load(serializer::read_vmexe(
+      serializer::write_vmexe(compiler::compile_onnx(real_model("silero_vad_v5.onnx"), options))));
+  vm::VirtualMachine machine(program);
+  vm::Tensor state;
+  for (int k = 0; k < 6; ++k) {
+    std::string dir = source("tests/e2e/models/silero_vad/cases/" + std::to_string(k));
+    if (k % 3 == 0) state = vm::read_npy(dir + "/inputs/state.npy");  // a new stream
+    std::vector<vm::Value> in{vm::read_npy(dir + "/inputs/input.npy"), state,
+                              vm::read_npy(dir + "/inputs/sr.npy")};
+    std::vector<vm::Value> out = machine.run(in);
+    expect_matches(out.at(0).as_tensor(), vm::read_npy(dir + "/outputs/output.npy"),
+                   "chunk " + std::to_string(k) + " output");
+    expect_matches(out.at(1).as_tensor(), vm::read_npy(dir + "/outputs/stateN.npy"),
+                   "chunk " + std::to_string(k) + " stateN");
+    state = out.at(1).as_tensor();
+  }
 }
 
 // ---- vmc's command line ----
