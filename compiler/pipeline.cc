@@ -97,6 +97,9 @@ vm::Executable compile_onnx(const std::string& model_path, const PipelineOptions
   m = steps.run("expand_recurrent", [&] { return expand_recurrent(m); });
   steps.dump("expand_recurrent", m);
   TypedModule typed = steps.run("infer_types", [&] { return infer_types_with_facts(m); });
+  for (const std::string& w : typed.warnings) {
+    (options.log != nullptr ? *options.log : std::cerr) << "warning: " << w << "\n";
+  }
   steps.dump("infer_types", typed.module);
   LowerOptions lower;
   lower.static_shapes = options.specialize;

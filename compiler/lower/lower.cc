@@ -254,6 +254,7 @@ class FunctionLowering {
 
   Regs call(const Expr& e, const std::string& where_binding, uint64_t bound_var) {
     const std::string where = where_binding + " = " + e->name;
+    if (e->name == "dynvm.Unreachable") return unreachable(e);
     std::vector<ValueFacts> inputs;
     for (const Expr& a : e->operands) inputs.push_back(facts_of(a));
     // Operands are lowered when used: inputs a binding reads at compile time (Slice's
@@ -384,6 +385,19 @@ class FunctionLowering {
     code_[goto_at].args[0] = static_cast<int64_t>(code_.size());
     has_branches_ = true;
     return result;
+  }
+
+  // A branch type inference found impossible for the declared dims: fail the run, naming
+  // why, if it is ever taken. Its result registers are never written.
+  Regs unreachable(const Expr& e) {
+    const size_t s = exe_->strings.size();
+    exe_->strings.push_back(attr_string(e->attrs, "message", "unreachable", "dynvm.Unreachable"));
+    code_.push_back({vm::Opcode::Fatal, {static_cast<int64_t>(s)}});
+    const bool tuple = e.type().kind() == TypeKind::kTuple;
+    Regs out{{}, tuple};
+    for (size_t k = 0; k < (tuple ? e.type()->fields.size() : 1); ++k)
+      out.regs.push_back(next_reg_++);
+    return out;
   }
 
   uint32_t imm(int64_t v) {

@@ -2,6 +2,7 @@
 #include "compiler/passes/infer_types.h"
 
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -109,6 +110,7 @@ class TypeInferencer {
 
   // What was known about each let-bound tensor, after run().
   std::unordered_map<uint64_t, ValueFacts> take_facts() { return std::move(facts_); }
+  std::vector<std::string> take_warnings() { return std::move(warnings_); }
 
   Module run() {
     Module out;
@@ -248,7 +250,8 @@ class TypeInferencer {
     Info i;
     i.facts.type = tensor_type(t.dtype(), dims);
     i.facts.constant = t;
-    if ((vm::is_integer(t.dtype()) || t.dtype() == vm::DType::kBool) && t.numel() <= kMaxTrackedValue) {
+    if ((vm::is_integer(t.dtype()) || t.dtype() == vm::DType::kBool) &&
+        t.numel() <= kMaxTrackedValue) {
       std::vector<Dim> v;
       for (int64_t k = 0; k < t.numel(); ++k) v.emplace_back(integer_element(t, k));
       i.facts.value = v;
@@ -304,8 +307,42 @@ class TypeInferencer {
     if (ci.facts.value && ci.facts.value->size() == 1 && (*ci.facts.value)[0].is_const()) {
       return visit(e->operands[(*ci.facts.value)[0].value() != 0 ? 1 : 2]);
     }
-    auto [te, ti] = visit(e->operands[1]);
-    auto [ee, ei] = visit(e->operands[2]);
+    // A branch that cannot be typed for the declared dims (exporters keep paths for other
+    // input sizes, e.g. Silero's 8 kHz path fed 512-sample chunks) cannot run for them
+    // either: it becomes a run-time error, reported if that branch is ever taken, and the
+    // compile goes on with the other branch's type.
+    std::optional<std::string> then_error, else_error;
+    std::pair<Expr, Info> then_typed, else_typed;
+    try {
+      then_typed = visit(e->operands[1]);
+    } catch (const UserError& error) {
+      then_error = error.what();
+    }
+    try {
+      else_typed = visit(e->operands[2]);
+    } catch (const UserError& error) {
+      else_error = error.what();
+    }
+    if (then_error && else_error) throw UserError(*then_error);
+    if (then_error || else_error) {
+      const std::string& why = then_error ? *then_error : *else_error;
+      const Info& good = then_error ? else_typed.second : then_typed.second;
+      warnings_.push_back(str_cat(where, ": the ", then_error ? "then" : "else",
+                                  " branch cannot run for the declared dims and fails if taken (",
+                                  why, ")"));
+      Expr unreachable =
+          make_call("dynvm.Unreachable", {},
+                    {{"message", str_cat(where,
+                                         ": this branch cannot run for the dims the model was "
+                                         "compiled for (",
+                                         why, ")")}},
+                    good.type());
+      Expr te = then_error ? unreachable : then_typed.first;
+      Expr ee = else_error ? unreachable : else_typed.first;
+      return {make_if(ce, te, ee, good.type()), good};
+    }
+    auto& [te, ti] = then_typed;
+    auto& [ee, ei] = else_typed;
     Info joined = join_info(
         ti, ei,
         where +
@@ -398,6 +435,7 @@ class TypeInferencer {
   arith::Analyzer analyzer_;
   std::unordered_map<uint64_t, Info> env_;
   std::unordered_map<uint64_t, ValueFacts> facts_;  // let-bound tensors, for lowering
+  std::vector<std::string> warnings_;
   std::set<std::string> active_;
   std::string where_;
 };
@@ -411,6 +449,7 @@ TypedModule infer_types_with_facts(const Module& module) {
   TypedModule out;
   out.module = inferencer.run();
   out.facts = inferencer.take_facts();
+  out.warnings = inferencer.take_warnings();
   return out;
 }
 

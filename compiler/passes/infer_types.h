@@ -24,6 +24,9 @@ Module infer_types(const Module& module);
 struct TypedModule {
   Module module;
   std::unordered_map<uint64_t, ValueFacts> facts;
+  // Branches typed as unreachable for the declared dims (a call of `dynvm.Unreachable`,
+  // lowered to a run-time error with its `message`), for the compiler to report.
+  std::vector<std::string> warnings;
 };
 TypedModule infer_types_with_facts(const Module& module);
 

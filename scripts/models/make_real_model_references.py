@@ -6,8 +6,9 @@
       test recomputes exactly (x = ((7n + 5c + 3h + w) mod 17) / 8 - 1, exact in f32), and
       ORT's output summarized per time step: the 5 most likely classes (top5_index, i64)
       and their probabilities (top5_prob, f32), for (N, W) = (1, 100), (1, 320), (4, 320)
-  tests/e2e/models/silero_vad/cases/<k>/   streaming at 8 kHz, 256-sample chunks, batch 1
-      and 4: chunk k's input, sr and the state ORT carried in (its stateN of chunk k-1,
+  tests/e2e/models/silero_vad/cases/<k>/   streaming, 3 chunks per stream: cases 0-5 at
+      8 kHz with 256-sample chunks, 6-11 at 16 kHz with 512-sample chunks, batch 1 then 4
+      each: chunk k's input, sr and the state ORT carried in (its stateN of chunk k-1,
       zeros first), and ORT's output and stateN
 
   /usr/bin/python3 scripts/models/make_real_model_references.py   # from the repository root
@@ -55,21 +56,22 @@ def silero():
     out = os.path.join(ROOT, "tests", "e2e", "models", "silero_vad", "cases")
     rng = np.random.default_rng(5)
     k = 0
-    for batch in (1, 4):
-        state = np.zeros((2, batch, 128), np.float32)
-        t = np.arange(3 * 256) / 8000.0
-        for chunk in range(3):
-            # a tone with noise: the detector's probability moves between chunks
-            audio = (0.3 * np.sin(2 * np.pi * 440 * t[chunk * 256:(chunk + 1) * 256])
-                     + 0.05 * rng.standard_normal((batch, 256))).astype(np.float32)
-            feeds = {"input": audio, "state": state, "sr": np.array(8000, dtype=np.int64)}
-            got = ort_check.ort_run(model, feeds)
-            case = os.path.join(out, str(k))
-            save(case, "inputs", feeds)
-            save(case, "outputs", {"output": got["output"], "stateN": got["stateN"]})
-            print(f"silero batch={batch} chunk={chunk}: output {got['output'].ravel()}")
-            state = got["stateN"]
-            k += 1
+    for rate, chunk_len in ((8000, 256), (16000, 512)):
+        for batch in (1, 4):
+            state = np.zeros((2, batch, 128), np.float32)
+            t = np.arange(3 * chunk_len) / rate
+            for chunk in range(3):
+                # a tone with noise: the detector's probability moves between chunks
+                audio = (0.3 * np.sin(2 * np.pi * 440 * t[chunk * chunk_len:(chunk + 1) * chunk_len])
+                         + 0.05 * rng.standard_normal((batch, chunk_len))).astype(np.float32)
+                feeds = {"input": audio, "state": state, "sr": np.array(rate, dtype=np.int64)}
+                got = ort_check.ort_run(model, feeds)
+                case = os.path.join(out, str(k))
+                save(case, "inputs", feeds)
+                save(case, "outputs", {"output": got["output"], "stateN": got["stateN"]})
+                print(f"silero {rate} Hz batch={batch} chunk={chunk}: output {got['output'].ravel()}")
+                state = got["stateN"]
+                k += 1
 
 
 if __name__ == "__main__":

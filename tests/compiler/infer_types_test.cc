@@ -79,6 +79,34 @@ fn @main(%x: f32[4, (n + 3) floordiv 4]) {
                     "--dim): f32[4] vs f32[4, (n + 3) floordiv 4]");
 }
 
+// A branch that cannot be typed for the declared dims becomes a run-time error (the other
+// branch gives the type), with a warning; when neither branch types, the error stands.
+TEST(InferTypes, UntypableBranchBecomesARunTimeError) {
+  TypedModule t = infer_types_with_facts(parse_module(R"(fn @main(%x: f32[2, 3], %c: bool[]) {
+  %r = if %c {
+    return Relu(%x)
+  } else {
+    return Squeeze(%x, const(i64[1], [1]))
+  }
+  return %r
+})"));
+  std::string text = print_module(t.module);
+  EXPECT_NE(text.find("%r: f32[2, 3] = if %c"), std::string::npos) << text;
+  EXPECT_NE(text.find("dynvm.Unreachable() {message="), std::string::npos) << text;
+  ASSERT_EQ(t.warnings.size(), 1u);
+  EXPECT_NE(t.warnings[0].find("the else branch cannot run for the declared dims"),
+            std::string::npos);
+  EXPECT_USER_ERROR(inferred(R"(fn @main(%x: f32[2, 3], %c: bool[]) {
+  %r = if %c {
+    return Squeeze(%x, const(i64[1], [0]))
+  } else {
+    return Squeeze(%x, const(i64[1], [1]))
+  }
+  return %r
+})"),
+                    "cannot squeeze axis 0 of extent 2");
+}
+
 TEST(InferTypes, LoopCarriedTypesAndScanOutputs) {
   // A fixed trip count with no condition stacks scans along a known dim; a condition that
   // may stop the loop makes the count unknown; a carried value that grows generalizes to Any.

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "compiler/pipeline.h"
 #include "serializer/vmexe.h"
@@ -227,22 +228,30 @@ TEST(EndToEndRealModels, PpOcrMatchesOnnxRuntimeAtEveryWidth) {
   }
 }
 
-// Silero VAD v5 streaming at 8 kHz (256-sample chunks), batch 1 and 4: each chunk gets the
-// state OUR previous chunk produced, and output and state match ONNX Runtime's stream.
-// The chunk length is bounded to 256 (the 16 kHz branch's `if dim == 1` guard is then
-// decided) and the unnamed batch dims of `input` and `state` are declared the same.
-TEST(EndToEndRealModels, SileroVadStreamsLikeOnnxRuntime) {
+// Silero VAD v5 streaming, batch 1 and 4: each chunk gets the state OUR previous chunk
+// produced, and output and state match ONNX Runtime's stream. One executable per chunk
+// length (256 samples at 8 kHz, 512 at 16 kHz): the length decides the model's
+// `if dim == 1` guards, and the path of the other rate cannot run at that length (it
+// fails with a clear error if taken, as in ONNX Runtime). The unnamed batch dims of
+// `input` and `state` are declared the same.
+void stream_silero(int64_t chunk_len, int first_case) {
   compiler::PipelineOptions options;
   options.import.dims["input_0"] = {1, 16};
-  options.import.dims["input_1"] = {256, 256};
+  options.import.dims["input_1"] = {chunk_len, chunk_len};
   options.import.same_dims["state_1"] = "input_0";
+  std::ostringstream log;
+  options.log = &log;
   auto program = vm::Program::load(serializer::read_vmexe(
       serializer::write_vmexe(compiler::compile_onnx(real_model("silero_vad_v5.onnx"), options))));
+  if (chunk_len == 512) {  // the 8 kHz path fed 512 samples cannot be typed
+    EXPECT_NE(log.str().find("branch cannot run for the declared dims"), std::string::npos)
+        << log.str();
+  }
   vm::VirtualMachine machine(program);
   vm::Tensor state;
-  for (int k = 0; k < 6; ++k) {
+  for (int k = first_case; k < first_case + 6; ++k) {
     std::string dir = source("tests/e2e/models/silero_vad/cases/" + std::to_string(k));
-    if (k % 3 == 0) state = vm::read_npy(dir + "/inputs/state.npy");  // a new stream
+    if ((k - first_case) % 3 == 0) state = vm::read_npy(dir + "/inputs/state.npy");  // new stream
     std::vector<vm::Value> in{vm::read_npy(dir + "/inputs/input.npy"), state,
                               vm::read_npy(dir + "/inputs/sr.npy")};
     std::vector<vm::Value> out = machine.run(in);
@@ -252,7 +261,20 @@ TEST(EndToEndRealModels, SileroVadStreamsLikeOnnxRuntime) {
                    "chunk " + std::to_string(k) + " stateN");
     state = out.at(1).as_tensor();
   }
+  // The other rate's path at this length: a one-line run-time error.
+  std::string dir = source("tests/e2e/models/silero_vad/cases/" + std::to_string(first_case));
+  int64_t other_rate = chunk_len == 256 ? 16000 : 8000;
+  std::vector<vm::Value> wrong{
+      vm::read_npy(dir + "/inputs/input.npy"), vm::read_npy(dir + "/inputs/state.npy"),
+      vm::Tensor::from_vector(std::vector<int64_t>{other_rate}, {}, vm::DType::kInt64)};
+  if (chunk_len == 512) {
+    EXPECT_USER_ERROR(machine.run(wrong),
+                      "this branch cannot run for the dims the model was compiled for");
+  }
 }
+
+TEST(EndToEndRealModels, SileroVadStreamsLikeOnnxRuntimeAt8kHz) { stream_silero(256, 0); }
+TEST(EndToEndRealModels, SileroVadStreamsLikeOnnxRuntimeAt16kHz) { stream_silero(512, 6); }
 
 // ---- vmc's command line ----
 
