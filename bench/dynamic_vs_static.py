@@ -22,16 +22,27 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# name -> (model path, vmc --dim flags, input name, [(label, shape)], ort --dim flags)
+# name -> (model path, vmc flags, [(label, {input: shape}, {input: fixed value})]). Inputs
+# with a shape get random f32 data; fixed values are i64 scalars (Silero's sample rate).
 MODELS = {
-    "demo": ("examples/demo/demo.onnx", ["--dim", "seq=1..4096"], "x",
-             [("seq=1", [1, 16]), ("seq=64", [64, 16]), ("seq=512", [512, 16]),
-              ("seq=4096", [4096, 16])]),
+    "demo": ("examples/demo/demo.onnx", ["--dim", "seq=1..4096"],
+             [(f"seq={n}", {"x": [n, 16]}, {}) for n in (1, 64, 512, 4096)]),
     "ppocrv4_rec": (".models/ppocrv4_rec.onnx",
                     ["--dim", "p2o.DynamicDimension.0=1..8",
-                     "--dim", "p2o.DynamicDimension.1=8..2048"], "x",
-                    [("N=1 W=100", [1, 3, 48, 100]), ("N=1 W=320", [1, 3, 48, 320]),
-                     ("N=1 W=960", [1, 3, 48, 960]), ("N=4 W=320", [4, 3, 48, 320])]),
+                     "--dim", "p2o.DynamicDimension.1=8..2048"],
+                    [(f"N={n} W={w}", {"x": [n, 3, 48, w]}, {})
+                     for n, w in ((1, 100), (1, 320), (1, 960), (4, 320))]),
+    # One executable per chunk length (compiler/passes/README.md), batch symbolic.
+    "silero_vad_16k": (".models/silero_vad_v5.onnx",
+                       ["--dim", "input_0=1..16", "--dim", "input_1=512", "--dim",
+                        "state_1=input_0"],
+                       [(f"batch={b}", {"input": [b, 512], "state": [2, b, 128]}, {"sr": 16000})
+                        for b in (1, 4)]),
+    "silero_vad_8k": (".models/silero_vad_v5.onnx",
+                      ["--dim", "input_0=1..16", "--dim", "input_1=256", "--dim",
+                       "state_1=input_0"],
+                      [(f"batch={b}", {"input": [b, 256], "state": [2, b, 128]}, {"sr": 8000})
+                       for b in (1, 4)]),
 }
 
 
@@ -40,21 +51,42 @@ def run(cmd):
     return p.returncode, p.stdout, p.stderr.strip()
 
 
-def vmrun_median(build, exe, name, shape, threads, repeat):
-    spec = f"{name}={'x'.join(map(str, shape))}:f32"
-    rc, out, err = run([f"{build}/vm/tools/vmrun", exe, "--input", spec, "--repeat", str(repeat),
-                        "--threads", str(threads)])
+def scalar_file(tmp, value):
+    path = os.path.join(tmp, f"i64_{value}.npy")
+    if not os.path.exists(path):
+        # .npy v1 of an int64 scalar, written by hand (no numpy needed here)
+        header = "{'descr': '<i8', 'fortran_order': False, 'shape': (), }"
+        header += " " * (63 - len(header) % 64) + "\n"
+        with open(path, "wb") as f:
+            f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode())
+            f.write(int(value).to_bytes(8, "little", signed=True))
+    return path
+
+
+def vmrun_median(build, exe, shapes, fixed, tmp, threads, repeat):
+    args = []
+    for name, shape in shapes.items():
+        args += ["--input", f"{name}={'x'.join(map(str, shape))}:f32"]
+    for name, value in fixed.items():
+        args += ["--input", f"{name}={scalar_file(tmp, value)}"]
+    rc, out, err = run([f"{build}/vm/tools/vmrun", exe, "--repeat", str(repeat),
+                        "--threads", str(threads)] + args)
     if rc != 0:
         return None, err
     m = re.search(r"median ([0-9.]+) ms", out)
     return float(m.group(1)), None
 
 
-def ort_median(ort, model, name, shape, threads, repeat):
+def ort_median(ort, model, shapes, fixed, threads, repeat):
     if not ort:
         return None
-    rc, out, err = run(["node", ort, model, "--input", f"{name}={'x'.join(map(str, shape))}:float32",
-                        "--threads", str(threads), "--iters", str(repeat), "--warmup", "3"])
+    args = []
+    for name, shape in shapes.items():
+        args += ["--input", f"{name}={'x'.join(map(str, shape))}:float32"]
+    for name, value in fixed.items():
+        args += ["--input", f"{name}=scalar:int64=fill:{value}"]
+    rc, out, err = run(["node", ort, model, "--threads", str(threads), "--iters", str(repeat),
+                        "--warmup", "3"] + args)
     if rc != 0:
         return None
     return json.loads(out.strip().splitlines()[-1])["median_ms"]
@@ -81,19 +113,27 @@ def main():
     print("| model | size | dynamic | static | dynamic/static | ORT | dynamic/ORT |")
     print("|---|---|---|---|---|---|---|")
     for key in a.models.split(","):
-        path, dims, name, sizes = MODELS[key]
+        path, flags, sizes = MODELS[key]
         model = os.path.join(ROOT, path)
         dyn = os.path.join(tmp, f"{key}.vmexe")
-        rc, _, err = run([vmc, model, "-o", dyn, "-q"] + dims)
+        rc, _, err = run([vmc, model, "-o", dyn, "-q"] + flags)
         if rc != 0:
             print(f"| {key} | — | not compiled: {err} | | | | |")
             continue
-        for label, shape in sizes:
+        for label, shapes, fixed in sizes:
             st = os.path.join(tmp, f"{key}_static.vmexe")
-            rc, _, err = run([vmc, model, "-o", st, "-q", "--static", f"{name}={'x'.join(map(str, shape))}"])
-            t_dyn, e1 = vmrun_median(a.build, dyn, name, shape, a.threads, a.repeat)
-            t_st, e2 = vmrun_median(a.build, st, name, shape, a.threads, a.repeat) if rc == 0 else (None, err)
-            t_ort = ort_median(ort, model, name, shape, a.threads, a.repeat)
+            static = []
+            for name, shape in shapes.items():
+                static += ["--static", f"{name}={'x'.join(map(str, shape))}"]
+            # --dim aliases still apply; ranges are superseded by the static shapes
+            aliases = [f for i, f in enumerate(flags) if i > 0 and flags[i - 1] == "--dim"
+                       and not f.split("=", 1)[1][0].isdigit()]
+            alias_flags = [x for f in aliases for x in ("--dim", f)]
+            rc, _, err = run([vmc, model, "-o", st, "-q"] + static + alias_flags)
+            t_dyn, e1 = vmrun_median(a.build, dyn, shapes, fixed, tmp, a.threads, a.repeat)
+            t_st, e2 = (vmrun_median(a.build, st, shapes, fixed, tmp, a.threads, a.repeat)
+                        if rc == 0 else (None, err))
+            t_ort = ort_median(ort, model, shapes, fixed, a.threads, a.repeat)
             r1 = t_dyn / t_st if t_dyn and t_st else None
             r2 = t_dyn / t_ort if t_dyn and t_ort else None
             note = f" ({e1 or e2})" if (e1 or e2) else ""
