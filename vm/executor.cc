@@ -126,7 +126,9 @@ int TbbExecutor::num_threads() const { return impl_->arena.max_concurrency(); }
 std::vector<Value> TbbExecutor::run(std::span<const Value> inputs) {
   auto give_back = [this](std::unique_ptr<VirtualMachine> vm) { release(std::move(vm)); };
   BorrowedVm vm(give_back, acquire());
-  vm->set_parallel_backend(&tbb_backend());
+  // One thread: kernels' parallel loops run inline, as one chunk, without TBB's per-chunk
+  // scheduling (which costs more than small kernels do).
+  vm->set_parallel_backend(num_threads() == 1 ? &serial_backend() : &tbb_backend());
   std::vector<Value> outputs;
   // Exceptions thrown inside arena.execute propagate to the caller.
   impl_->arena.execute([&] { outputs = vm->run(inputs); });
