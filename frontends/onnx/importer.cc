@@ -87,13 +87,16 @@ class GraphImporter {
     return compiler::tensor_type(*dtype, std::move(dims));
   }
 
-  arith::Var symbol(const std::string& model_name) {
+  arith::Var symbol(const std::string& model_name, int alias_depth = 0) {
     std::string name = identifier(model_name);
     for (const std::string& key : {model_name, name}) {
       auto alias = options_.same_dims.find(key);
       if (alias != options_.same_dims.end()) {
         used_dim_options_.insert(key);
-        if (identifier(alias->second) != name) return symbol(alias->second);
+        if (alias_depth > static_cast<int>(options_.same_dims.size())) {
+          user_error("--dim ", key, "=", alias->second, ": the dim aliases form a cycle");
+        }
+        if (identifier(alias->second) != name) return symbol(alias->second, alias_depth + 1);
       }
     }
     if (const compiler::DimSymbol* d = module_->find_dim(name)) return d->var;

@@ -117,6 +117,21 @@ TEST(OnnxImport, ErrorsAreOneLineNamingTheNode) {
   unknown_dim.dims["seq"] = {1, 8};
   EXPECT_USER_ERROR(import_onnx_file(fixture("legacy_ops.onnx"), unknown_dim),
                     "--dim seq: the model has no symbolic dim of that name (its dims: batch)");
+  ImportOptions cycle;
+  cycle.same_dims["batch"] = "b2";
+  cycle.same_dims["b2"] = "batch";
+  EXPECT_USER_ERROR(import_onnx_file(fixture("legacy_ops.onnx"), cycle), "aliases form a cycle");
+}
+
+// --dim A=B: dim A of the model becomes dim B.
+TEST(OnnxImport, DimAliasesMakeOneSymbol) {
+  ImportOptions options;
+  options.same_dims["n"] = "t";
+  options.dims["t"] = {1, 9};
+  std::string text = compiler::print_module(import_onnx_file(fixture("loop.onnx"), options));
+  EXPECT_NE(text.find("dim t: 1..9\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("%x: f32[t]"), std::string::npos) << text;
+  EXPECT_EQ(text.find("dim n"), std::string::npos) << text;
 }
 
 // Every prefix of a valid model is either imported or refused with a UserError.
