@@ -148,7 +148,7 @@ std::shared_ptr<const vm::Program> make_program(const CompiledKernels& compiled,
 .library ")",
                              tmp, R"(" target=")", compiled.library.target, R"("
 .kernel k inputs=2 outputs=1 library=0
-    variant placeholder_replaced_below
+    variant replaced_by_the_dispatch_table
 .func main params=2
     dim r2, r0, 0
     )",
