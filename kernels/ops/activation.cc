@@ -10,32 +10,14 @@ namespace {
 
 std::string dtype_suffix(vm::DType t) { return tir::to_string(tir::DataType{t, 1}); }
 
-// One output of x's shape, each element `math` of the inputs read with broadcasting.
+// `math` over x (and a slope broadcast to it); floating-point inputs only.
 OpInstance over_x(std::string name, const std::vector<TensorType>& ins,
                   const std::function<tir::Expr(const std::vector<tir::Expr>&)>& math) {
   const TensorType& x = ins[0];
   if (!vm::is_floating(x.dtype)) {
     user_error(name, " needs a floating-point input, got ", dtype_suffix(x.dtype));
   }
-  OpInstance op;
-  op.name = name + "_" + dtype_suffix(x.dtype);
-  static const char* kNames[] = {"X", "Slope"};
-  for (size_t k = 0; k < ins.size(); ++k) {
-    op.inputs.push_back(te::placeholder(kNames[k], ins[k].shape, ins[k].dtype));
-  }
-  std::vector<te::TensorRef> inputs = op.inputs;
-  te::TensorRef out = te::compute("Y", x.shape, [&](const te::Indices& i) {
-    std::vector<tir::Expr> values;
-    for (const te::TensorRef& in : inputs) {
-      values.push_back(te::read(in, broadcast_indices(in->shape(), i)));
-    }
-    return math(values);
-  });
-  op.outputs = {out};
-  op.knobs = injective_knobs(x.shape);
-  op.schedule = injective_schedule(op.knobs, out);
-  op.preferred_multiples = last_dim_multiple(x.shape, 8);
-  return op;
+  return elementwise_map(name + "_" + dtype_suffix(x.dtype), ins, math);
 }
 
 tir::Expr c(const tir::Expr& like, double v) { return tir::make_const(like.type(), v); }

@@ -14,8 +14,6 @@ OpInstance batch_norm(const TensorType& x, const TensorType& scale, const Tensor
     if (p->dtype != x.dtype) user_error("batch_norm: scale, bias, mean and var need x's dtype");
     if (p->shape.size() != 1) user_error("batch_norm: scale, bias, mean and var must be 1-D");
   }
-  OpInstance op;
-  op.name = "batch_norm_" + tir::to_string(tir::DataType{x.dtype, 1});
   te::TensorRef in = te::placeholder("X", x.shape, x.dtype);
   te::TensorRef sc = te::placeholder("Scale", scale.shape, scale.dtype);
   te::TensorRef bi = te::placeholder("Bias", bias.shape, bias.dtype);
@@ -28,12 +26,8 @@ OpInstance batch_norm(const TensorType& x, const TensorType& scale, const Tensor
     tir::Expr inv = tir::call(tir::Intrinsic::kSqrt, v + tir::make_const(v.type(), epsilon));
     return (te::read(in, all) - te::read(mu, c)) / inv * te::read(sc, c) + te::read(bi, c);
   });
-  op.inputs = {in, sc, bi, mu, va};
-  op.outputs = {out};
-  op.knobs = injective_knobs(x.shape);
-  op.schedule = injective_schedule(op.knobs, out);
-  op.preferred_multiples = last_dim_multiple(x.shape, 8);
-  return op;
+  return injective_op("batch_norm_" + tir::to_string(tir::DataType{x.dtype, 1}),
+                      {in, sc, bi, mu, va}, out);
 }
 
 }  // namespace dynvm::ops

@@ -26,9 +26,10 @@ void require_float(const char* op, const TensorType& x) {
   }
 }
 
-// One output over `shape` reading every input through broadcasting, scheduled injective.
-OpInstance elementwise(std::string name, std::vector<TensorType> ins,
-                       const std::function<Expr(const std::vector<Expr>&)>& math) {
+}  // namespace
+
+OpInstance elementwise_map(std::string name, std::vector<TensorType> ins,
+                           const std::function<Expr(const std::vector<Expr>&)>& math) {
   std::vector<std::vector<arith::Expr>> shapes;
   for (const TensorType& t : ins) shapes.push_back(t.shape);
   std::vector<arith::Expr> shape = broadcast_shape(shapes);
@@ -46,12 +47,10 @@ OpInstance elementwise(std::string name, std::vector<TensorType> ins,
     }
     return math(values);
   });
-  op.outputs = {out};
-  op.knobs = injective_knobs(shape);
-  op.schedule = injective_schedule(op.knobs, out);
-  op.preferred_multiples = last_dim_multiple(shape, 8);
-  return op;
+  return injective_op(std::move(op.name), op.inputs, out);
 }
+
+namespace {
 
 Expr unary_math(UnaryOp op, const Expr& x, const UnaryParams& p) {
   switch (op) {
@@ -263,15 +262,15 @@ std::vector<arith::Expr> broadcast_indices(const std::vector<arith::Expr>& shape
 OpInstance unary(UnaryOp op, const TensorType& x, const UnaryParams& params) {
   if (unary_needs_float(op)) require_float(unary_op_name(op), x);
   if (op == UnaryOp::kNot && x.dtype != vm::DType::kBool) user_error("not needs a bool input");
-  return elementwise(std::string(unary_op_name(op)) + "_" + dtype_suffix(x.dtype), {x},
-                     [&](const std::vector<Expr>& v) { return unary_math(op, v[0], params); });
+  return elementwise_map(std::string(unary_op_name(op)) + "_" + dtype_suffix(x.dtype), {x},
+                         [&](const std::vector<Expr>& v) { return unary_math(op, v[0], params); });
 }
 
 OpInstance cast(const TensorType& x, vm::DType to) {
-  return elementwise("cast_" + dtype_suffix(x.dtype) + "_" + dtype_suffix(to), {x},
-                     [&](const std::vector<Expr>& v) {
-                       return tir::cast(tir::DataType{to, v[0].type().lanes}, v[0]);
-                     });
+  return elementwise_map("cast_" + dtype_suffix(x.dtype) + "_" + dtype_suffix(to), {x},
+                         [&](const std::vector<Expr>& v) {
+                           return tir::cast(tir::DataType{to, v[0].type().lanes}, v[0]);
+                         });
 }
 
 OpInstance binary(BinaryOp op, const TensorType& a, const TensorType& b) {
@@ -285,15 +284,15 @@ OpInstance binary(BinaryOp op, const TensorType& a, const TensorType& b) {
   if (!is_logic(op) && a.dtype == vm::DType::kBool) {
     user_error(binary_op_name(op), " does not take bool operands");
   }
-  return elementwise(std::string(binary_op_name(op)) + "_" + dtype_suffix(a.dtype), {a, b},
-                     [&](const std::vector<Expr>& v) { return binary_math(op, v[0], v[1]); });
+  return elementwise_map(std::string(binary_op_name(op)) + "_" + dtype_suffix(a.dtype), {a, b},
+                         [&](const std::vector<Expr>& v) { return binary_math(op, v[0], v[1]); });
 }
 
 OpInstance where(const TensorType& cond, const TensorType& a, const TensorType& b) {
   if (cond.dtype != vm::DType::kBool) user_error("where: the condition must be bool");
   if (a.dtype != b.dtype) user_error("where: the two branches' dtypes differ");
-  return elementwise("where_" + dtype_suffix(a.dtype), {cond, a, b},
-                     [](const std::vector<Expr>& v) { return tir::select(v[0], v[1], v[2]); });
+  return elementwise_map("where_" + dtype_suffix(a.dtype), {cond, a, b},
+                         [](const std::vector<Expr>& v) { return tir::select(v[0], v[1], v[2]); });
 }
 
 }  // namespace dynvm::ops

@@ -93,6 +93,12 @@ OpInstance binary(BinaryOp op, const TensorType& a, const TensorType& b);
 // cond ? a : b with three-way broadcasting.
 OpInstance where(const TensorType& cond, const TensorType& a, const TensorType& b);
 
+// One output of the inputs' broadcast shape, each element `math` of the inputs read with
+// numpy broadcasting; the injective template. The builder behind unary, binary, where and
+// the activations.
+OpInstance elementwise_map(std::string name, std::vector<TensorType> ins,
+                           const std::function<tir::Expr(const std::vector<tir::Expr>&)>& math);
+
 // The broadcast shape of `shapes` (numpy rules). Symbolic dims must be structurally equal
 // or meet a constant 1; UserError otherwise.
 std::vector<arith::Expr> broadcast_shape(const std::vector<std::vector<arith::Expr>>& shapes);

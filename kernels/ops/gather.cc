@@ -33,16 +33,6 @@ arith::Expr wrap_and_clamp(const arith::Var& raw, const arith::Expr& n) {
   return arith::max(arith::min(wrapped, n - arith::Expr(1)), arith::Expr(0));
 }
 
-OpInstance injective_op(std::string name, std::vector<te::TensorRef> inputs, te::TensorRef out) {
-  OpInstance op;
-  op.name = std::move(name);
-  op.inputs = std::move(inputs);
-  op.outputs = {out};
-  op.knobs = injective_knobs(out->shape());
-  op.schedule = injective_schedule(op.knobs, out);
-  return op;
-}
-
 }  // namespace
 
 OpInstance gather(const TensorType& data, const TensorType& indices, int64_t axis_attr) {

@@ -242,13 +242,9 @@ OpInstance resize(const TensorType& x, const ResizeAttrs& attrs) {
     }
     return body;
   });
-  OpInstance op;
-  op.name = std::string("resize_") + (linear ? "linear_" : "nearest_") + dtype_suffix(x.dtype);
-  op.inputs = {in};
-  op.outputs = {out};
-  op.knobs = injective_knobs(shape);
-  op.schedule = injective_schedule(op.knobs, out);
-  return op;
+  return injective_op(
+      std::string("resize_") + (linear ? "linear_" : "nearest_") + dtype_suffix(x.dtype), {in},
+      out);
 }
 
 }  // namespace dynvm::ops

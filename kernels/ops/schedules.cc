@@ -97,4 +97,15 @@ std::vector<std::pair<arith::Var, int64_t>> last_dim_multiple(const std::vector<
   return {{arith::Var(shape.back()), factor}};
 }
 
+OpInstance injective_op(std::string name, std::vector<te::TensorRef> inputs, te::TensorRef out) {
+  OpInstance op;
+  op.name = std::move(name);
+  op.inputs = std::move(inputs);
+  op.outputs = {out};
+  op.knobs = injective_knobs(out->shape());
+  op.schedule = injective_schedule(op.knobs, out);
+  op.preferred_multiples = last_dim_multiple(out->shape(), 8);
+  return op;
+}
+
 }  // namespace dynvm::ops

@@ -39,6 +39,10 @@ int64_t knob_value(const std::vector<KnobSpec>& specs, const KnobValues& values,
 std::function<te::Schedule(const KnobValues&)> injective_schedule(std::vector<KnobSpec> specs,
                                                                   te::TensorRef out);
 
+// A single-output op computed element by element into `out`: the injective template's
+// knobs and schedule, and the last dim as preferred multiple of the default vector width.
+OpInstance injective_op(std::string name, std::vector<te::TensorRef> inputs, te::TensorRef out);
+
 // For preferred_multiples: (var, factor) when the last dim is a bare symbolic variable.
 std::vector<std::pair<arith::Var, int64_t>> last_dim_multiple(const std::vector<arith::Expr>& shape,
                                                               int64_t factor);

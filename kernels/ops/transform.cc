@@ -56,18 +56,6 @@ Expr clamp(const Expr& e, const Expr& lo, const Expr& hi) {
 
 std::vector<Expr> as_exprs(const te::Indices& i) { return {i.begin(), i.end()}; }
 
-// A single-output op with the injective template.
-OpInstance injective_op(std::string name, std::vector<te::TensorRef> inputs, te::TensorRef out) {
-  OpInstance op;
-  op.name = std::move(name);
-  op.inputs = std::move(inputs);
-  op.outputs = {out};
-  op.knobs = injective_knobs(out->shape());
-  op.schedule = injective_schedule(op.knobs, out);
-  op.preferred_multiples = last_dim_multiple(out->shape(), 8);
-  return op;
-}
-
 // The input index along one dim of a pad: output index `i` shifted by the begin pad and
 // brought into [0, d) by the mode (constant mode clamps, for the eager select).
 Expr pad_source(PadMode mode, const Expr& i, int64_t begin, int64_t end, const Expr& d) {
