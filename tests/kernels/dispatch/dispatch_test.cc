@@ -3,10 +3,12 @@
 // an executable and run by the VM, whose InvokeKernel picks the variant. Values are
 // checked against double-precision loops, the picked variant against the conditions.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <string>
 
 #include "kernels/dispatch/kernel_set.h"
 #include "kernels/dispatch/specialize.h"
@@ -130,6 +132,8 @@ vm::Tensor tensor(const vm::Shape& shape, const std::vector<float>& values) {
   return t;
 }
 
+// (The library goes through a file named by the process id: ctest runs each test of this
+// suite in its own process, all setting up at once.)
 // main(a, b) = kernel 0 (a, b) into a fresh [dim0(a), out_cols] f32 tensor (out_cols = 0:
 // dim1 of a, for elementwise ops). `signature`: the .input / .output lines.
 std::shared_ptr<const vm::Program> make_program(const CompiledKernels& compiled,
@@ -178,10 +182,11 @@ class DispatchThroughVm : public ::testing::Test {
     options.static_shapes = {{{"m", 37}}};
     CompiledKernels mm = compile_kernels(
         {specialize("mm", matmul_builder(), matmul_inputs(m), options)}, codegen::Target::host());
-    matmul_ = make_program(mm,
-                           ".input a f32 [m:1..100000, 24]\n.input b f32 [24, 40]\n"
-                           ".output c f32 [m, 40]",
-                           kN, testing::TempDir() + "dispatch_mm.so");
+    matmul_ =
+        make_program(mm,
+                     ".input a f32 [m:1..100000, 24]\n.input b f32 [24, 40]\n"
+                     ".output c f32 [m, 40]",
+                     kN, testing::TempDir() + "dispatch_mm_" + std::to_string(getpid()) + ".so");
 
     arith::Var rows("rows"), cols("cols");
     std::vector<ops::TensorType> in{{kF32, {rows, cols}}, {kF32, {rows, cols}}};
@@ -190,7 +195,7 @@ class DispatchThroughVm : public ::testing::Test {
     add_ = make_program(add,
                         ".input x f32 [r:1..1000, c:1..1000]\n.input y f32 [r, c]\n"
                         ".output z f32 [r, c]",
-                        0, testing::TempDir() + "dispatch_add.so");
+                        0, testing::TempDir() + "dispatch_add_" + std::to_string(getpid()) + ".so");
   }
   static void TearDownTestSuite() {
     matmul_.reset();
