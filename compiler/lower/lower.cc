@@ -145,7 +145,7 @@ class FunctionLowering {
       case ExprKind::kCallFunction:
         user_error(where, ": calls of other functions are not lowered yet");
     }
-    DYNVM_INTERNAL_CHECK(false, "unknown expression kind");
+    internal_error(__FILE__, __LINE__, "unknown expression kind");
   }
 
   uint32_t constant(const vm::Tensor& t) {

@@ -175,8 +175,9 @@ class Expander {
       case ExprKind::kCallFunction:
         return make_call_function(e->name, ops, e.type());
       default:
-        DYNVM_INTERNAL_CHECK(false, "unexpected expression kind");
+        break;
     }
+    internal_error(__FILE__, __LINE__, "expand_recurrent: unexpected expression kind");
   }
 };
 

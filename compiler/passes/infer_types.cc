@@ -241,7 +241,7 @@ class TypeInferencer {
         return {make_call_function(e->name, args, result.type()), result};
       }
     }
-    DYNVM_INTERNAL_CHECK(false, "unknown expression kind");
+    internal_error(__FILE__, __LINE__, "unknown expression kind");
   }
 
   static Info constant(const vm::Tensor& t) {
