@@ -176,13 +176,7 @@ te::Schedule conv_schedule(const ConvStages& st, const std::vector<KnobSpec>& sp
     }
   }
 
-  te::Stage& sa = s[acc];
-  sa.compute_at(so, owo);
-  std::vector<te::IterVarRef> acc_order;
-  for (size_t r = 0; r < sa.num_reduce_axes(); ++r) acc_order.push_back(sa.reduce_axis(r));
-  for (size_t d = 0; d < sa.num_axes(); ++d) acc_order.push_back(sa.axis(d));
-  sa.reorder(acc_order);
-  sa.vectorize(sa.axis(rank - 1));
+  te::Stage& sa = accumulate_at(s, acc, so, owo);
   sa.unroll(sa.axis(1));
   if (rank == 4) sa.unroll(sa.axis(2));
   if (unroll_kw) sa.unroll(sa.reduce_axis(sa.num_reduce_axes() - 1));

@@ -97,13 +97,7 @@ te::Schedule pool_schedule(const TensorRef& out, TensorRef acc, const TensorRef&
     for (size_t d = 1; is_static && d + 1 < rank; ++d) rows = so.fuse(rows, so.axis(d));
     so.parallel(rows);
   }
-  te::Stage& sa = s[acc];
-  sa.compute_at(so, owo);
-  std::vector<te::IterVarRef> order;
-  for (size_t r = 0; r < sa.num_reduce_axes(); ++r) order.push_back(sa.reduce_axis(r));
-  for (size_t d = 0; d < sa.num_axes(); ++d) order.push_back(sa.axis(d));
-  sa.reorder(order);
-  sa.vectorize(sa.axis(rank - 1));
+  accumulate_at(s, acc, so, owo);
   return s;
 }
 

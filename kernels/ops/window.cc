@@ -71,4 +71,16 @@ void check_float_input(const TensorType& t, const std::string& op, const char* w
   }
 }
 
+te::Stage& accumulate_at(te::Schedule& s, const te::TensorRef& acc, te::Stage& out,
+                         const te::IterVarRef& at) {
+  te::Stage& sa = s[acc];
+  sa.compute_at(out, at);
+  std::vector<te::IterVarRef> order;
+  for (size_t r = 0; r < sa.num_reduce_axes(); ++r) order.push_back(sa.reduce_axis(r));
+  for (size_t d = 0; d < sa.num_axes(); ++d) order.push_back(sa.axis(d));
+  sa.reorder(order);
+  sa.vectorize(sa.axis(sa.num_axes() - 1));
+  return sa;
+}
+
 }  // namespace dynvm::ops

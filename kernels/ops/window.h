@@ -42,6 +42,12 @@ std::vector<int64_t> constant_dims(const TensorType& t, size_t first, const std:
                                    const char* what);
 
 // f32 / f64 only, else a UserError.
+// The register accumulator `acc` of a windowed op computed at loop `at` of output stage
+// `out`: its reduction (window) loops outermost, its data loops inside, the last one
+// vectorized. Returns the stage for op-specific unrolling.
+te::Stage& accumulate_at(te::Schedule& s, const te::TensorRef& acc, te::Stage& out,
+                         const te::IterVarRef& at);
+
 void check_float_input(const TensorType& t, const std::string& op, const char* what);
 
 }  // namespace dynvm::ops

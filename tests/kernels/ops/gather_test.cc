@@ -11,21 +11,6 @@
 namespace dynvm::ops::testing {
 namespace {
 
-std::vector<int64_t> unravel(int64_t i, const vm::Shape& shape) {
-  std::vector<int64_t> idx(shape.size());
-  for (size_t k = shape.size(); k-- > 0;) {
-    idx[k] = i % shape[k];
-    i /= shape[k];
-  }
-  return idx;
-}
-
-int64_t ravel(const std::vector<int64_t>& idx, const vm::Shape& shape) {
-  int64_t flat = 0;
-  for (size_t k = 0; k < shape.size(); ++k) flat = flat * shape[k] + idx[k];
-  return flat;
-}
-
 // Mostly valid indices in [-n, n), with some beyond either end (wrapping cannot fix them).
 vm::Tensor indices(const vm::Shape& shape, int64_t n, vm::DType dtype, std::mt19937& rng) {
   vm::Tensor t =

@@ -39,6 +39,22 @@ inline int64_t numel(const vm::Shape& shape) {
   return n;
 }
 
+// Row-major coordinates of flat index `i` in `shape`, and back.
+inline std::vector<int64_t> unravel(int64_t i, const vm::Shape& shape) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t k = shape.size(); k-- > 0;) {
+    idx[k] = i % shape[k];
+    i /= shape[k];
+  }
+  return idx;
+}
+
+inline int64_t ravel(const std::vector<int64_t>& idx, const vm::Shape& shape) {
+  int64_t flat = 0;
+  for (size_t k = 0; k < shape.size(); ++k) flat = flat * shape[k] + idx[k];
+  return flat;
+}
+
 inline std::string shape_name(const vm::Shape& shape) {
   std::ostringstream os;
   os << "[";

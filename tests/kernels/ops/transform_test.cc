@@ -21,22 +21,6 @@ namespace {
 constexpr int64_t kMaxI64 = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMinI64 = std::numeric_limits<int64_t>::min();
 
-// Row-major coordinates of flat index `i` in `shape`, and back.
-std::vector<int64_t> unravel(int64_t i, const vm::Shape& shape) {
-  std::vector<int64_t> idx(shape.size());
-  for (size_t k = shape.size(); k-- > 0;) {
-    idx[k] = i % shape[k];
-    i /= shape[k];
-  }
-  return idx;
-}
-
-int64_t ravel(const std::vector<int64_t>& idx, const vm::Shape& shape) {
-  int64_t flat = 0;
-  for (size_t k = 0; k < shape.size(); ++k) flat = flat * shape[k] + idx[k];
-  return flat;
-}
-
 // Random values that tell elements apart: floats in [-1, 1), integers in [-1000, 1000].
 vm::Tensor input(const vm::Shape& shape, vm::DType dtype, std::mt19937& rng) {
   return random_tensor(shape, dtype, rng, dtype == kF32 ? -1 : -1000, dtype == kF32 ? 1 : 1000);
