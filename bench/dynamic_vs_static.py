@@ -32,17 +32,14 @@ MODELS = {
                      "--dim", "p2o.DynamicDimension.1=8..2048"],
                     [(f"N={n} W={w}", {"x": [n, 3, 48, w]}, {})
                      for n, w in ((1, 100), (1, 320), (1, 960), (4, 320))]),
-    # One executable per chunk length (compiler/passes/README.md), batch symbolic.
-    "silero_vad_16k": (".models/silero_vad_v5.onnx",
-                       ["--dim", "input_0=1..16", "--dim", "input_1=512", "--dim",
-                        "state_1=input_0"],
-                       [(f"batch={b}", {"input": [b, 512], "state": [2, b, 128]}, {"sr": 16000})
-                        for b in (1, 4)]),
-    "silero_vad_8k": (".models/silero_vad_v5.onnx",
-                      ["--dim", "input_0=1..16", "--dim", "input_1=256", "--dim",
-                       "state_1=input_0"],
-                      [(f"batch={b}", {"input": [b, 256], "state": [2, b, 128]}, {"sr": 8000})
-                       for b in (1, 4)]),
+    # ONE executable for both rates: the chunk length is versioned (256 at 8 kHz, 512 at
+    # 16 kHz; compiler/passes/README.md), batch symbolic. Static: one per size, as always.
+    "silero_vad": (".models/silero_vad_v5.onnx",
+                   ["--dim", "input_0=1..16", "--dim", "input_1=256,512", "--dim",
+                    "state_1=input_0"],
+                   [(f"{rate // 1000}k batch={b}", {"input": [b, n], "state": [2, b, 128]},
+                     {"sr": rate})
+                    for rate, n in ((16000, 512), (8000, 256)) for b in (1, 4)]),
 }
 
 

@@ -1,14 +1,19 @@
 // The compiler's steps in order (see pipeline.h).
 #include "compiler/pipeline.h"
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <set>
 
 #include "compiler/ir/printer.h"
 #include "compiler/lower/lower.h"
+#include "compiler/passes/dce.h"
 #include "compiler/passes/expand_recurrent.h"
+#include "compiler/passes/fold_constants.h"
+#include "compiler/passes/fuse_ops.h"
 #include "compiler/passes/infer_types.h"
+#include "compiler/passes/version_entry.h"
 #include "kernels/arith/printer.h"
 #include "vm/error.h"
 
@@ -84,16 +89,32 @@ Module fix_static_inputs(Module m, const std::map<std::string, std::vector<int64
   return m;
 }
 
+// The import options with each versioned dim's range spanning its values.
+frontends::onnx_import::ImportOptions import_options(const PipelineOptions& o) {
+  frontends::onnx_import::ImportOptions import = o.import;
+  for (const auto& [dim, values] : o.dim_versions) {
+    if (values.empty()) user_error("--dim ", dim, ": no values given");
+    import.dims[dim] = {*std::min_element(values.begin(), values.end()),
+                        *std::max_element(values.begin(), values.end())};
+  }
+  return import;
+}
+
 }  // namespace
 
 vm::Executable compile_onnx(const std::string& model_path, const PipelineOptions& options) {
   Steps steps(options);
   Module m = steps.run("import", [&] {
-    return frontends::onnx_import::import_onnx_file(model_path, options.import);
+    return frontends::onnx_import::import_onnx_file(model_path, import_options(options));
   });
   steps.dump("import", m);
   m = steps.run("static", [&] { return fix_static_inputs(std::move(m), options.static_inputs); });
   steps.dump("static", m);
+  m = steps.run("version_entry", [&] {
+    for (const auto& [dim, values] : options.dim_versions) m = version_entry(m, dim, values);
+    return std::move(m);
+  });
+  steps.dump("version_entry", m);
   m = steps.run("expand_recurrent", [&] { return expand_recurrent(m); });
   steps.dump("expand_recurrent", m);
   TypedModule typed = steps.run("infer_types", [&] { return infer_types_with_facts(m); });
@@ -101,6 +122,14 @@ vm::Executable compile_onnx(const std::string& model_path, const PipelineOptions
     (options.log != nullptr ? *options.log : std::cerr) << "warning: " << w << "\n";
   }
   steps.dump("infer_types", typed.module);
+  typed = steps.run("fold_constants", [&] { return fold_constants(typed); });
+  steps.dump("fold_constants", typed.module);
+  typed.module = steps.run("dce", [&] { return dce(typed.module); });
+  steps.dump("dce", typed.module);
+  if (options.fuse) {
+    typed = steps.run("fuse_ops", [&] { return fuse_ops(typed); });
+    steps.dump("fuse_ops", typed.module);
+  }
   LowerOptions lower;
   lower.static_shapes = options.specialize;
   lower.progress = options.progress;

@@ -1,9 +1,10 @@
 // The compiler, start to end, as one readable list of steps (pipeline.cc):
-//   import (frontends/onnx) -> [static inputs fixed] -> expand_recurrent (LSTM as a Loop)
-//   -> infer_types -> lower (bytecode, kernels generated and specialized) -> a
+//   import (frontends/onnx) -> [static inputs fixed] -> [version_entry: one copy of the
+//   entry per value of a versioned dim] -> expand_recurrent (LSTM as a Loop) -> infer_types ->
+//   fold_constants -> dce -> lower (bytecode, kernels generated and specialized) -> a
 //   vm::Executable ready for the serializer.
-// `dump_after` prints the IR after a step ("import", "static", "expand_recurrent",
-// "infer_types", or "all");
+// `dump_after` prints the IR after a step ("import", "static", "version_entry",
+// "expand_recurrent", "infer_types", "fold_constants", "dce", or "all");
 // `time_passes` prints each step's wall time. Both go to `log`.
 #pragma once
 
@@ -19,13 +20,23 @@
 
 namespace dynvm::compiler {
 
+// The steps `dump_after` may name (besides "all"), in order.
+inline constexpr const char* kPipelineSteps[] = {
+    "import",      "static",         "version_entry", "expand_recurrent",
+    "infer_types", "fold_constants", "dce",           "fuse_ops"};
+
 struct PipelineOptions {
   frontends::onnx_import::ImportOptions import;  // --dim ranges
   // --static NAME=SHAPE: input NAME compiled for exactly this shape (its symbolic dims
   // become constants everywhere: a fully static executable, for comparison).
   std::map<std::string, std::vector<int64_t>> static_inputs;
+  // --dim NAME=V1,V2,...: dim NAME takes exactly these values; the entry is versioned by
+  // them (passes/version_entry.h) and the dim's range is min(V)..max(V).
+  std::map<std::string, std::vector<int64_t>> dim_versions;
   // --specialize DIM=V: extra static kernel variants for these sizes (still symbolic).
   std::vector<std::map<std::string, int64_t>> specialize;
+  // fuse_ops (vmc --no-fuse turns it off, to measure what fusion gains).
+  bool fuse = true;
   std::string dump_after;
   bool time_passes = false;
   std::ostream* log = nullptr;  // dumps and timings; std::cerr when null

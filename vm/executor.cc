@@ -14,20 +14,37 @@ namespace dynvm::vm {
 Executor::Executor(std::shared_ptr<const Program> program) : program_(std::move(program)) {}
 
 std::unique_ptr<VirtualMachine> Executor::acquire() {
+  std::unique_ptr<VirtualMachine> vm;
   {
     std::lock_guard<std::mutex> lock(pool_mu_);
     if (!pool_.empty()) {
-      auto vm = std::move(pool_.back());
+      vm = std::move(pool_.back());
       pool_.pop_back();
-      return vm;
     }
   }
-  return std::make_unique<VirtualMachine>(program_);
+  if (!vm) vm = std::make_unique<VirtualMachine>(program_);
+  vm->set_profiling(profiling());
+  return vm;
 }
 
 void Executor::release(std::unique_ptr<VirtualMachine> vm) {
   std::lock_guard<std::mutex> lock(pool_mu_);
+  // Pooled VMs hold empty profiles: what a run measured moves to the executor's.
+  if (vm->profiling()) {
+    profile_.merge(vm->profile());
+    vm->reset_profile();
+  }
   pool_.push_back(std::move(vm));
+}
+
+Profile Executor::profile() const {
+  std::lock_guard<std::mutex> lock(pool_mu_);
+  return profile_;
+}
+
+void Executor::reset_profile() {
+  std::lock_guard<std::mutex> lock(pool_mu_);
+  profile_ = Profile{};
 }
 
 namespace {
@@ -87,8 +104,7 @@ ParallelBackend& tbb_backend() {
   return backend;
 }
 
-SyncExecutor::SyncExecutor(std::shared_ptr<const Program> program)
-    : Executor(std::move(program)) {}
+SyncExecutor::SyncExecutor(std::shared_ptr<const Program> program) : Executor(std::move(program)) {}
 
 std::vector<Value> SyncExecutor::run(std::span<const Value> inputs) {
   auto give_back = [this](std::unique_ptr<VirtualMachine> vm) { release(std::move(vm)); };

@@ -6,8 +6,11 @@
 //     request and the parallel loops of its kernels. run() is thread-safe; concurrent
 //     callers each borrow a VirtualMachine (registers, frames) from a pool and give it
 //     back, so steady-state requests allocate no VM state.
+// Either can profile (set_profiling): each run's VM profile is merged into the executor's
+// as the VM goes back to the pool, so profile() covers every completed run on any thread.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -25,6 +28,14 @@ class Executor {
   virtual int num_threads() const = 0;
   const Program& program() const { return *program_; }
 
+  // Profiling (vm/profile.h), off by default: while on, the VMs time each run and each
+  // kernel call. Runs already in flight keep the setting they started with.
+  void set_profiling(bool on) { profiling_.store(on, std::memory_order_relaxed); }
+  bool profiling() const { return profiling_.load(std::memory_order_relaxed); }
+  // The merged profile of the runs completed since profiling began or reset_profile().
+  Profile profile() const;
+  void reset_profile();
+
  protected:
   explicit Executor(std::shared_ptr<const Program> program);
   // Borrowing and returning pooled VMs.
@@ -34,8 +45,10 @@ class Executor {
   std::shared_ptr<const Program> program_;
 
  private:
-  std::mutex pool_mu_;
+  std::atomic<bool> profiling_{false};
+  mutable std::mutex pool_mu_;  // guards pool_ and profile_
   std::vector<std::unique_ptr<VirtualMachine>> pool_;
+  Profile profile_;
 };
 
 class SyncExecutor final : public Executor {

@@ -1,5 +1,6 @@
 #include "vm/interpreter.h"
 
+#include <chrono>
 #include <cstring>
 
 #include "vm/error.h"
@@ -121,7 +122,34 @@ std::vector<Value> VirtualMachine::run(std::span<const Value> inputs) {
   return outputs;
 }
 
+void VirtualMachine::set_profiling(bool on) {
+  profiling_ = on;
+  if (on) profile_.kernels.resize(program_->exe().kernels.size());
+}
+
+void VirtualMachine::reset_profile() {
+  profile_ = Profile{};
+  if (profiling_) profile_.kernels.resize(program_->exe().kernels.size());
+}
+
 Value VirtualMachine::invoke(size_t func, std::span<const Value> args) {
+  if (!profiling_) [[likely]]
+    return invoke_unprofiled(func, args);
+  // A failed run counts too (its kernel calls so far were counted), so kernel time never
+  // exceeds run time.
+  struct RecordRun {
+    Profile& profile;
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    ~RecordRun() {
+      auto elapsed = std::chrono::steady_clock::now() - start;
+      profile.run_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count();
+      ++profile.runs;
+    }
+  } record{profile_};
+  return invoke_unprofiled(func, args);
+}
+
+Value VirtualMachine::invoke_unprofiled(size_t func, std::span<const Value> args) {
   const Executable& exe = program_->exe();
   if (func >= exe.functions.size()) user_error("no function ", func);
   if (args.size() != exe.functions[func].num_params) {
@@ -211,7 +239,11 @@ Value VirtualMachine::execute(size_t entry, std::span<const Value> args) {
         break;
       }
       case Opcode::InvokeKernel:
-        invoke_kernel(ins, r);
+        if (profiling_) [[unlikely]] {
+          invoke_kernel_profiled(ins, r);
+        } else {
+          invoke_kernel(ins, r);
+        }
         ++pc;
         break;
       case Opcode::If:
@@ -441,6 +473,15 @@ void VirtualMachine::invoke_kernel(const Instruction& ins, const Value* r) {
                call_ctx_.error.empty() ? str_cat(" with status ", status)
                                        : str_cat(": ", call_ctx_.error));
   }
+}
+
+void VirtualMachine::invoke_kernel_profiled(const Instruction& ins, const Value* r) {
+  auto start = std::chrono::steady_clock::now();
+  invoke_kernel(ins, r);
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  KernelTime& t = profile_.kernels[static_cast<size_t>(ins.args[0])];
+  ++t.calls;
+  t.total_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count();
 }
 
 }  // namespace dynvm::vm

@@ -84,6 +84,9 @@ struct Function {
   // The names of the results (the ONNX graph's outputs), when the frontend knows them;
   // the executable's output signature uses them. Not part of the text form.
   std::vector<std::string> result_names;
+  // A fused group (compiler/passes/fuse_ops): a let chain of calls that lowering compiles
+  // into ONE kernel; called only from its caller's body. Printed as `fn @f(...) primitive`.
+  bool primitive = false;
 };
 
 // ---- builders: each checks its operands' kinds (internal errors) ----

@@ -283,6 +283,7 @@ class Parser {
     expect("(");
     f->params = params();
     if (accept("->")) f->result_type = type();
+    f->primitive = accept("primitive");
     f->body = block();
   }
   std::vector<Expr> params() {

@@ -29,6 +29,7 @@ class Printer {
     used_.clear();
     os << "fn @" << f.name << "(" << params(f.params) << ")";
     if (f.result_type.defined()) os << " -> " << to_string(f.result_type);
+    if (f.primitive) os << " primitive";
     os << " ";
     block(f.body, 0, os);
     os << "\n";

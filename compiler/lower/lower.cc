@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "compiler/ir/printer.h"
+#include "compiler/lower/fused_kernel.h"
 #include "compiler/lower/shape_code.h"
 #include "compiler/op/binding.h"
 #include "kernels/arith/printer.h"
@@ -36,19 +37,6 @@ struct KernelUse {
   dispatch::OpBuilder build;
   std::vector<ops::TensorType> arg_types;
 };
-
-ops::TensorType kernel_type(const Type& t, const std::string& where) {
-  if (!t.is_tensor()) user_error(where, ": a kernel argument is ", to_string(t));
-  ops::TensorType out{t->dtype, {}};
-  for (const Dim& d : t->dims) {
-    if (d.is_any()) {
-      user_error(where, ": a kernel argument has a dim unknown at compile time (", to_string(t),
-                 "); lowering needs every dim as an expression of the inputs' dims");
-    }
-    out.shape.push_back(d.expr());
-  }
-  return out;
-}
 
 class FunctionLowering {
  public:
@@ -142,8 +130,13 @@ class FunctionLowering {
         return if_expr(e, where);
       case ExprKind::kLoop:
         return loop(e, where);
-      case ExprKind::kCallFunction:
-        user_error(where, ": calls of other functions are not lowered yet");
+      case ExprKind::kCallFunction: {
+        const Function* callee = typed_.module.find_function(e->name);
+        if (callee == nullptr || !callee->primitive) {
+          user_error(where, ": calls of other functions are not lowered yet");
+        }
+        return fused_call(e, *callee, where);
+      }
     }
     internal_error(__FILE__, __LINE__, "unknown expression kind");
   }
@@ -272,10 +265,13 @@ class FunctionLowering {
     } else {
       outputs = {e.type()};
     }
-    // Everything known at compile time: computed on the host, no binding needed.
+    // Everything known at compile time: computed on the host, no binding needed. (A value
+    // with an unknown element, such as `n == 5` for a symbolic n, is computed by its kernel.)
     if (!tuple && bound_var != 0) {
       auto known = typed_.facts.find(bound_var);
-      if (known != typed_.facts.end() && known->second.value && outputs[0].is_tensor()) {
+      if (known != typed_.facts.end() && known->second.value && outputs[0].is_tensor() &&
+          std::none_of(known->second.value->begin(), known->second.value->end(),
+                       [](const Dim& d) { return d.is_any(); })) {
         return Regs{{host_value(outputs[0], *known->second.value, where)}, false};
       }
     }
@@ -285,7 +281,10 @@ class FunctionLowering {
     switch (b.kind) {
       case LoweringKind::kAlias: {
         uint32_t r = next_reg_++;
-        code_.push_back({vm::Opcode::Move, {r, operand(0)}});
+        uint32_t source = operand(0);
+        if (e->name == "dynvm.Refine")
+          check_refined_dims(inputs[0].type, outputs[0], source, where);
+        code_.push_back({vm::Opcode::Move, {r, source}});
         return Regs{{r}, false};
       }
       case LoweringKind::kView: {
@@ -299,6 +298,15 @@ class FunctionLowering {
       case LoweringKind::kKernel:
         break;
     }
+    return invoke(b, inputs, outputs, tuple, operand, where);
+  }
+
+  // A kernel call: its arguments (`operand(i)` for each of the binding's), each output
+  // allocated, then InvokeKernel.
+  template <typename Operand>
+  Regs invoke(const KernelBinding& b, const std::vector<ValueFacts>& inputs,
+              const std::vector<Type>& outputs, bool tuple, Operand&& operand,
+              const std::string& where) {
     std::vector<ops::TensorType> arg_types;
     std::vector<int64_t> args{static_cast<int64_t>(kernel_index(b, inputs, where, &arg_types)),
                               static_cast<int64_t>(b.args.size())};
@@ -311,6 +319,17 @@ class FunctionLowering {
     }
     code_.push_back({vm::Opcode::InvokeKernel, args});
     return out;
+  }
+
+  // A fused group (compiler/passes/fuse_ops): one kernel (lower/fused_kernel.h) over the
+  // call's arguments.
+  Regs fused_call(const Expr& e, const Function& f, const std::string& where_binding) {
+    const std::string where = where_binding + " = @" + f.name;
+    std::vector<ValueFacts> inputs;
+    for (const Expr& a : e->operands) inputs.push_back(facts_of(a));
+    KernelBinding b = fused_binding(f, inputs, where);
+    auto operand = [&](size_t i) { return expr(e->operands.at(i), where).one(); };
+    return invoke(b, inputs, {e.type()}, false, operand, where);
   }
 
   // A kernel binds each symbolic dim from an argument dim that is exactly that symbol
@@ -385,6 +404,27 @@ class FunctionLowering {
     code_[goto_at].args[0] = static_cast<int64_t>(code_.size());
     has_branches_ = true;
     return result;
+  }
+
+  // dynvm.Refine's output type has constants where its input's has dims (version_entry
+  // dispatches on them, so this never fails in a module it built); the VM checks them
+  // anyway, so that a wrong refinement cannot make kernels read out of bounds.
+  void check_refined_dims(const Type& from, const Type& to, uint32_t tensor,
+                          const std::string& where) {
+    DYNVM_INTERNAL_CHECK(from.is_tensor() && to.is_tensor() && from->dims.size() == to->dims.size(),
+                         where, ": refines ", to_string(from), " to ", to_string(to));
+    for (size_t axis = 0; axis < to->dims.size(); ++axis) {
+      const Dim& d = to->dims[axis];
+      if (!d.is_const() || from->dims[axis].is_const()) continue;
+      uint32_t actual = next_reg_++, ok = next_reg_++;
+      code_.push_back({vm::Opcode::Dim, {actual, tensor, static_cast<int64_t>(axis)}});
+      code_.push_back(
+          {vm::Opcode::CmpI, {ok, static_cast<int64_t>(vm::CmpKind::kEq), actual, imm(d.value())}});
+      const size_t s = exe_->strings.size();
+      exe_->strings.push_back(
+          str_cat(where, ": dim ", axis, " of ", to_string(from), " is not ", d.value()));
+      code_.push_back({vm::Opcode::Assert, {ok, static_cast<int64_t>(s)}});
+    }
   }
 
   // A branch type inference found impossible for the declared dims: fail the run, naming

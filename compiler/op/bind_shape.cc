@@ -148,6 +148,10 @@ void register_shape_bindings() {
   }
   register_binding("Identity",
                    [](const BindContext&) { return view_binding(LoweringKind::kAlias); });
+  // dynvm.Refine (passes/version_entry.h) is its input under a narrower type; lowering
+  // checks the refined dims at run time.
+  register_binding("dynvm.Refine",
+                   [](const BindContext&) { return view_binding(LoweringKind::kAlias); });
   // Dropout is the identity at inference; its training_mode input (opset 12) must be a
   // constant false, or the ratio a constant 0.
   register_binding("Dropout", [](const BindContext& ctx) {

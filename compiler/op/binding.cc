@@ -69,6 +69,19 @@ const BindFn* find_binding(const std::string& op) {
   return it == table().end() ? nullptr : &it->second;
 }
 
+ops::TensorType kernel_type(const Type& t, const std::string& where) {
+  if (!t.is_tensor()) user_error(where, ": a kernel argument is ", to_string(t));
+  ops::TensorType out{t->dtype, {}};
+  for (const Dim& d : t->dims) {
+    if (d.is_any()) {
+      user_error(where, ": a kernel argument has a dim unknown at compile time (", to_string(t),
+                 "); lowering needs every dim as an expression of the inputs' dims");
+    }
+    out.shape.push_back(d.expr());
+  }
+  return out;
+}
+
 std::vector<int64_t> BindContext::const_ints(size_t i, const char* what) const {
   if (!has_input(i)) fail(what, " (input ", i, ") is missing");
   const ValueFacts& f = inputs_[i];

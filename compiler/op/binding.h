@@ -41,7 +41,9 @@ class BindContext {
  public:
   BindContext(std::string where, const Attrs& attrs, std::vector<ValueFacts> inputs,
               std::vector<Type> outputs)
-      : where_(std::move(where)), attrs_(attrs), inputs_(std::move(inputs)),
+      : where_(std::move(where)),
+        attrs_(attrs),
+        inputs_(std::move(inputs)),
         outputs_(std::move(outputs)) {}
 
   const std::string& where() const { return where_; }
@@ -68,6 +70,10 @@ class BindContext {
 };
 
 using BindFn = std::function<KernelBinding(const BindContext&)>;
+
+// A kernel argument's type: the IR type's dtype and dims (UserError naming `where` for a
+// non-tensor or a dim unknown at compile time).
+ops::TensorType kernel_type(const Type& t, const std::string& where);
 
 void register_binding(const std::string& op, BindFn bind);
 // nullptr when the op has no binding (lowering then reports it as not yet computable).

@@ -429,9 +429,45 @@ Facts size_op(OpContext& ctx) {
       tensor_facts(vm::DType::kInt64, {}, std::vector<Dim>{product(ctx, dims, 0, dims.size())})};
 }
 
+// `e` with the dim variable named `name` replaced by `value`.
+arith::Expr substitute(const arith::Expr& e, const std::string& name, int64_t value) {
+  if (e.kind() == arith::ExprKind::kVar) return e->name == name ? arith::make_int(value) : e;
+  const int arity = arith::kind_arity(e.kind());
+  if (arity == 0) return e;
+  if (arity == 1) return arith::make_not(substitute(e.operand(0), name, value));
+  if (arity == 3) {
+    return arith::make_select(substitute(e.operand(0), name, value),
+                              substitute(e.operand(1), name, value),
+                              substitute(e.operand(2), name, value));
+  }
+  return arith::make_binary(e.kind(), substitute(e.operand(0), name, value),
+                            substitute(e.operand(1), name, value));
+}
+
+// dynvm.Refine {dim, value} (compiler/passes/version_entry.h): the input itself, typed
+// with dim `dim` replaced by `value` (lowering checks it at run time).
+Facts refine_op(OpContext& ctx) {
+  const std::string name = ctx.attr_string("dim", "");
+  if (name.empty()) ctx.fail("the attribute dim is required");
+  const int64_t value = ctx.attr_int("value", -1);
+  if (value < 0) ctx.fail("the attribute value must be a size (>= 0)");
+  auto refine = [&](const std::vector<Dim>& dims) {
+    std::vector<Dim> out;
+    for (const Dim& d : dims)
+      out.push_back(d.is_any() ? d : ctx.simplify(substitute(d.expr(), name, value)));
+    return out;
+  };
+  std::optional<std::vector<Dim>> known;
+  if (ctx.input(0).value) known = refine(*ctx.input(0).value);
+  ValueFacts f = tensor_facts(ctx.dtype(0), refine(ctx.dims(0)), known);
+  f.constant = ctx.input(0).constant;
+  return {f};
+}
+
 }  // namespace
 
 void register_shape_ops() {
+  register_op({"dynvm.Refine", ShapeRule::kFromInputDims, 1, 1, refine_op});
   register_op({"Shape", ShapeRule::kFromInputDims, 1, 1, shape_op});
   register_op({"Size", ShapeRule::kFromInputDims, 1, 1, size_op});
   register_op({"Gather", ShapeRule::kFromInputDims, 2, 2, gather_op});

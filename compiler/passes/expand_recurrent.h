@@ -1,14 +1,15 @@
-// Rewrites each LSTM call as a Loop over the sequence built from ops that have kernels
-// (Gather, MatMul, Add, Mul, Slice, Sigmoid, Tanh, Unsqueeze, Expand): one iteration per
-// time step carrying (h, c), the per-step h as a scan output. The recurrence is inherently
-// sequential, and as a Loop it reuses everything the compiler already does for loops —
-// symbolic sequence lengths, specialized kernels for the gate matmuls — instead of a
-// monolithic hand-written RNN kernel.
+// Rewrites each LSTM, GRU and RNN call as a Loop over the sequence built from ops that have
+// kernels (Gather, MatMul, Add, Sub, Mul, Slice, Sigmoid, Tanh, Unsqueeze, Expand, Concat):
+// one iteration per time step carrying h (and c for LSTM), the per-step h as a scan output.
+// The recurrence is inherently sequential, and as a Loop it reuses everything the compiler
+// already does for loops — symbolic sequence lengths, specialized kernels for the gate
+// matmuls — instead of a monolithic hand-written RNN kernel.
 //
-// Supported: ONNX LSTM with layout 0, direction forward or reverse, the default
-// activations, optional B / initial_h / initial_c; refused with a UserError naming the
-// node: bidirectional, peepholes (P), sequence_lens, clip, input_forget, other activations.
-// Runs on the untyped IR, before infer_types.
+// Supported: layout 0, direction forward, reverse or bidirectional (one Loop per direction,
+// outputs concatenated), the default activations, optional B / initial_h (/ initial_c), GRU's
+// linear_before_reset 0 and 1. Refused with a UserError naming the node: sequence_lens,
+// clip, other activations, layout 1, LSTM's peepholes (P) and input_forget.
+// Runs on the untyped IR, before infer_types. The cells: recurrent_{lstm,gru,rnn}.cc.
 #pragma once
 
 #include "compiler/ir/module.h"

@@ -32,6 +32,8 @@ Info tuple_info(std::vector<Info> fields) {
 }
 
 constexpr int64_t kMaxTrackedValue = 64;  // elements of a constant tracked as dims
+// A run-time error in place of a value (lowered to Fatal with its `message`).
+constexpr const char* kUnreachable = "dynvm.Unreachable";
 
 int64_t integer_element(const vm::Tensor& t, int64_t i) {
   switch (t.dtype()) {
@@ -157,6 +159,11 @@ class TypeInferencer {
       user_error("@", f.name, " is called recursively; recursion is not supported yet");
     }
     active_.insert(f.name);
+    struct Leave {  // also when typing fails (a failed If branch is caught and compiling goes on)
+      std::set<std::string>& active;
+      const std::string& name;
+      ~Leave() { active.erase(name); }
+    } leave{active_, f.name};
     auto typed = std::make_shared<Function>();
     typed->name = f.name;
     for (size_t k = 0; k < f.params.size(); ++k) {
@@ -166,7 +173,6 @@ class TypeInferencer {
     typed->body = body;
     typed->result_type = info.type();
     typed->result_names = f.result_names;
-    active_.erase(f.name);
     return {typed, info};
   }
 
@@ -261,6 +267,13 @@ class TypeInferencer {
 
   std::pair<Expr, Info> call(const Expr& e) {
     const std::string where = str_cat(where_.empty() ? "" : where_ + " = ", e->name);
+    if (e->name == kUnreachable) {
+      // Typed by the If it is a branch of (if_expr); one that is always taken is the error.
+      if (!e.type().defined()) {
+        user_error(where, ": ", attr_string(e->attrs, "message", "unreachable", where));
+      }
+      return {e, info_of_type(e.type())};
+    }
     const OpDef* op = find_op(e->name);
     if (op == nullptr) user_error(where, ": no operator named ", e->name);
     if (e->operands.size() < op->min_inputs || e->operands.size() > op->max_inputs) {
@@ -307,6 +320,18 @@ class TypeInferencer {
     if (ci.facts.value && ci.facts.value->size() == 1 && (*ci.facts.value)[0].is_const()) {
       return visit(e->operands[(*ci.facts.value)[0].value() != 0 ? 1 : 2]);
     }
+    // version_entry's dispatch (a chain of Ifs ending in a run-time error): every version
+    // must type, and the final error takes the last version's type.
+    if (is_dispatch(e)) {
+      auto [te, ti] = version(e->operands[1]);
+      if (untyped_error(e->operands[2])) {
+        Expr fails = with_type(e->operands[2], ti.type());
+        return {make_if(ce, te, fails, ti.type()), ti};
+      }
+      auto [ee, ei] = visit(e->operands[2]);
+      Info joined = join_info(ti, ei, where + ": the versions' result types differ");
+      return {make_if(ce, te, ee, joined.type()), joined};
+    }
     // A branch that cannot be typed for the declared dims (exporters keep paths for other
     // input sizes, e.g. Silero's 8 kHz path fed 512-sample chunks) cannot run for them
     // either: it becomes a run-time error, reported if that branch is ever taken, and the
@@ -331,7 +356,7 @@ class TypeInferencer {
                                   " branch cannot run for the declared dims and fails if taken (",
                                   why, ")"));
       Expr unreachable =
-          make_call("dynvm.Unreachable", {},
+          make_call(kUnreachable, {},
                     {{"message", str_cat(where,
                                          ": this branch cannot run for the dims the model was "
                                          "compiled for (",
@@ -349,6 +374,33 @@ class TypeInferencer {
             ": the branches' types differ and the condition depends on run-time values or on "
             "dims whose declared ranges do not decide it (bound them with --dim)");
     return {make_if(ce, te, ee, joined.type()), joined};
+  }
+
+  // A call of dynvm.Unreachable not yet typed: version_entry's final else.
+  static bool untyped_error(const Expr& e) {
+    return e.kind() == ExprKind::kCall && e->name == kUnreachable && !e.type().defined();
+  }
+  static bool is_dispatch(const Expr& e) {
+    return e.kind() == ExprKind::kIf &&
+           (untyped_error(e->operands[2]) || is_dispatch(e->operands[2]));
+  }
+
+  // One version of the entry (version_entry.h), its errors naming the version.
+  std::pair<Expr, Info> version(const Expr& branch) {
+    std::string label;
+    if (branch.kind() == ExprKind::kLet && branch->operands[1].kind() == ExprKind::kCall &&
+        branch->operands[1]->name == "dynvm.Refine") {
+      const Attrs& a = branch->operands[1]->attrs;
+      label = str_cat("the version for ", attr_string(a, "dim", "?", "dynvm.Refine"), " = ",
+                      attr_int(a, "value", -1, "dynvm.Refine"), ": ");
+    }
+    const std::string saved = where_;
+    try {
+      return visit(branch);
+    } catch (const UserError& error) {
+      where_ = saved;
+      throw UserError(label + error.what());
+    }
   }
 
   std::pair<Expr, Info> loop(const Expr& e) {

@@ -1,6 +1,7 @@
 // vmc's command line (see vmc_options.h).
 #include "compiler/tools/vmc_options.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <sstream>
@@ -39,12 +40,18 @@ options:
   -o, --output FILE      where to write the executable (default: MODEL with .vmexe)
   --dim NAME=LO..HI      the range of a symbolic dim (or NAME=V for one size); the
                          model's dim names, or <input>_<axis> for unnamed dims
+  --dim NAME=V1,V2,...   dim NAME takes exactly these values (e.g. input_1=256,512): the
+                         executable holds one version of the model per value, each
+                         compiled with NAME fixed (so shape guards are decided), chosen
+                         at run time; other values are a run-time error
   --dim NAME=OTHER       dim NAME is the same size as dim OTHER (one symbol)
   --static NAME=SHAPE    compile input NAME for exactly SHAPE (e.g. x=1x3x48x320): a
                          fully static executable, for comparison with the dynamic one
   --specialize NAME=V    also generate kernel variants for dim NAME == V (repeatable)
-  --dump-ir after:STEP   print the IR after a step: import, static, expand_recurrent,
-                         infer_types, all
+  --no-fuse              compile every operator as its own kernel (to measure fusion)
+  --dump-ir after:STEP   print the IR after a step: import, static, version_entry,
+                         expand_recurrent, infer_types, fold_constants, dce, fuse_ops,
+                         all
   --time-passes          print how long each step took
   -q, --quiet            no progress display
   -h, --help             this text
@@ -68,6 +75,8 @@ Options parse_options(int argc, const char* const* argv) {
       o.quiet = true;
     } else if (a == "-o" || a == "--output") {
       o.output = value(i, a);
+    } else if (a == "--no-fuse") {
+      o.pipeline.fuse = false;
     } else if (a == "--time-passes") {
       o.pipeline.time_passes = true;
     } else if (a == "--dump-ir") {
@@ -75,16 +84,31 @@ Options parse_options(int argc, const char* const* argv) {
       if (v.rfind("after:", 0) != 0)
         throw UsageError("--dump-ir expects after:STEP, got '" + v + "'");
       o.pipeline.dump_after = v.substr(6);
-      static const char* const kSteps[] = {"import", "static", "expand_recurrent", "infer_types",
-                                           "all"};
       bool known = false;
-      for (const char* s : kSteps) known |= o.pipeline.dump_after == s;
+      for (const char* s : compiler::kPipelineSteps) known |= o.pipeline.dump_after == s;
+      known |= o.pipeline.dump_after == "all";
       if (!known) throw UsageError("--dump-ir: unknown step '" + o.pipeline.dump_after + "'");
     } else if (a == "--dim") {
       auto [name, range] = split_assignment(value(i, a), "--dim");
       if (!range.empty() &&
           (std::isalpha(static_cast<unsigned char>(range[0])) || range[0] == '_')) {
         o.pipeline.import.same_dims[name] = range;  // --dim A=B: the same dim
+        continue;
+      }
+      if (range.find(',') != std::string::npos) {  // --dim A=V1,V2: versioned by value
+        std::vector<int64_t> values;
+        std::stringstream ss(range);
+        std::string part;
+        while (std::getline(ss, part, ',')) {
+          int64_t v = parse_int(part, "--dim " + name);
+          if (v < 0) throw UsageError("--dim " + name + ": negative size " + part);
+          if (std::find(values.begin(), values.end(), v) != values.end())
+            throw UsageError("--dim " + name + ": " + part + " is given twice");
+          values.push_back(v);
+        }
+        if (range.back() == ',') throw UsageError("--dim " + name + ": empty value in " + range);
+        o.pipeline.import.dims.erase(name);
+        o.pipeline.dim_versions[name] = values;
         continue;
       }
       frontends::onnx_import::DimRange r;
@@ -98,6 +122,7 @@ Options parse_options(int argc, const char* const* argv) {
       if (r.min < 0 || r.min > r.max)
         throw UsageError("--dim " + name + ": empty or negative range " + range);
       o.pipeline.import.dims[name] = r;
+      o.pipeline.dim_versions.erase(name);
     } else if (a == "--static") {
       auto [name, shape] = split_assignment(value(i, a), "--static");
       std::vector<int64_t> dims;

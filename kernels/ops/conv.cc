@@ -194,8 +194,11 @@ TensorRef add_bias(const TensorRef& conv, const TensorRef& bias) {
 
 }  // namespace
 
-OpInstance conv(const TensorType& x, const TensorType& w, const std::optional<TensorType>& bias,
-                const ConvAttrs& attrs) {
+namespace {
+
+OpInstance conv_with(const TensorType& x, const TensorType& w,
+                     const std::optional<TensorType>& bias, const ConvAttrs& attrs,
+                     const FusedEpilogue* epilogue) {
   const std::string op = "conv";
   ConvGeometry g = conv_geometry(op, x, w, bias, attrs, false);
   for (int64_t p : attrs.output_padding) {
@@ -229,7 +232,7 @@ OpInstance conv(const TensorType& x, const TensorType& w, const std::optional<Te
   std::vector<te::IterVar> rk;
   for (size_t d = 0; d < g.rank; ++d)
     rk.push_back(te::reduce_axis(win.kernel[d], "rk" + std::to_string(d)));
-  const bool separate_output = B || round_width;
+  const bool separate_output = B || round_width || epilogue != nullptr;
   TensorRef C = te::compute(separate_output ? "Conv" : "Y", conv_shape, [&](const Indices& i) {
     arith::Expr c = rc.var;
     if (g.groups > 1) c = arith::floordiv(i[1], g.c_out_per_group) * g.c_in_per_group + c;
@@ -248,7 +251,8 @@ OpInstance conv(const TensorType& x, const TensorType& w, const std::optional<Te
     Y = te::compute("Y", out_shape, [&](const Indices& i) {
       std::vector<arith::Expr> idx(i.begin(), i.end());
       tir::Expr y = te::read(C, idx);
-      return B ? y + te::read(B, {i[1]}) : y;
+      if (B) y = y + te::read(B, {i[1]});
+      return epilogue != nullptr ? epilogue->apply(y, i) : y;
     });
   }
 
@@ -256,6 +260,10 @@ OpInstance conv(const TensorType& x, const TensorType& w, const std::optional<Te
   inst.name = op_name("conv", g, x.dtype);
   inst.inputs = {X, W};
   if (B) inst.inputs.push_back(B);
+  if (epilogue != nullptr) {
+    inst.name += epilogue->name;
+    inst.inputs.insert(inst.inputs.end(), epilogue->inputs.begin(), epilogue->inputs.end());
+  }
   inst.outputs = {Y};
   inst.knobs = conv_knobs(g, out_shape);
   ConvStages stages;
@@ -266,10 +274,21 @@ OpInstance conv(const TensorType& x, const TensorType& w, const std::optional<Te
     stages.copy = Y;
   } else {
     stages.tiled = Y;
-    if (B) stages.acc = C;  // computed at Y's tiles, the bias added when storing
+    if (separate_output) stages.acc = C;  // computed at Y's tiles; bias, epilogue when storing
   }
   inst.schedule = [stages, specs = inst.knobs](const KnobValues& knobs) {
     return conv_schedule(stages, specs, knobs);
+  };
+  return inst;
+}
+
+}  // namespace
+
+OpInstance conv(const TensorType& x, const TensorType& w, const std::optional<TensorType>& bias,
+                const ConvAttrs& attrs) {
+  OpInstance inst = conv_with(x, w, bias, attrs, nullptr);
+  inst.with_epilogue = [x, w, bias, attrs](const FusedEpilogue& e) {
+    return conv_with(x, w, bias, attrs, &e);
   };
   return inst;
 }

@@ -28,26 +28,45 @@ void require_float(const char* op, const TensorType& x) {
 
 }  // namespace
 
-OpInstance elementwise_map(std::string name, std::vector<TensorType> ins,
-                           const std::function<Expr(const std::vector<Expr>&)>& math) {
+namespace {
+
+using ElementMath = std::function<Expr(const std::vector<Expr>&)>;
+
+OpInstance elementwise_map_with(std::string name, const std::vector<TensorType>& ins,
+                                const ElementMath& math, const FusedEpilogue* epilogue) {
   std::vector<std::vector<arith::Expr>> shapes;
   for (const TensorType& t : ins) shapes.push_back(t.shape);
   std::vector<arith::Expr> shape = broadcast_shape(shapes);
-  OpInstance op;
-  op.name = std::move(name);
   static const char* kNames[] = {"A", "B", "C"};
+  std::vector<te::TensorRef> inputs;
   for (size_t k = 0; k < ins.size(); ++k) {
-    op.inputs.push_back(te::placeholder(k < 3 ? kNames[k] : "X", ins[k].shape, ins[k].dtype));
+    inputs.push_back(te::placeholder(k < 3 ? kNames[k] : "X", ins[k].shape, ins[k].dtype));
   }
-  std::vector<te::TensorRef> inputs = op.inputs;
   te::TensorRef out = te::compute("Y", shape, [&](const te::Indices& i) {
     std::vector<Expr> values;
     for (const te::TensorRef& in : inputs) {
       values.push_back(te::read(in, broadcast_indices(in->shape(), i)));
     }
-    return math(values);
+    Expr y = math(values);
+    return epilogue != nullptr ? epilogue->apply(y, i) : y;
   });
-  return injective_op(std::move(op.name), op.inputs, out);
+  if (epilogue != nullptr) {
+    name += epilogue->name;
+    inputs.insert(inputs.end(), epilogue->inputs.begin(), epilogue->inputs.end());
+  }
+  return injective_op(std::move(name), std::move(inputs), out);
+}
+
+}  // namespace
+
+OpInstance elementwise_map(std::string name, std::vector<TensorType> ins,
+                           const std::function<Expr(const std::vector<Expr>&)>& math) {
+  OpInstance op = elementwise_map_with(name, ins, math, nullptr);
+  op.elementwise = math;
+  op.with_epilogue = [name, ins, math](const FusedEpilogue& e) {
+    return elementwise_map_with(name, ins, math, &e);
+  };
+  return op;
 }
 
 namespace {
@@ -262,13 +281,14 @@ std::vector<arith::Expr> broadcast_indices(const std::vector<arith::Expr>& shape
 OpInstance unary(UnaryOp op, const TensorType& x, const UnaryParams& params) {
   if (unary_needs_float(op)) require_float(unary_op_name(op), x);
   if (op == UnaryOp::kNot && x.dtype != vm::DType::kBool) user_error("not needs a bool input");
-  return elementwise_map(std::string(unary_op_name(op)) + "_" + dtype_suffix(x.dtype), {x},
-                         [&](const std::vector<Expr>& v) { return unary_math(op, v[0], params); });
+  return elementwise_map(
+      std::string(unary_op_name(op)) + "_" + dtype_suffix(x.dtype), {x},
+      [op, params](const std::vector<Expr>& v) { return unary_math(op, v[0], params); });
 }
 
 OpInstance cast(const TensorType& x, vm::DType to) {
   return elementwise_map("cast_" + dtype_suffix(x.dtype) + "_" + dtype_suffix(to), {x},
-                         [&](const std::vector<Expr>& v) {
+                         [to](const std::vector<Expr>& v) {
                            return tir::cast(tir::DataType{to, v[0].type().lanes}, v[0]);
                          });
 }
@@ -285,7 +305,7 @@ OpInstance binary(BinaryOp op, const TensorType& a, const TensorType& b) {
     user_error(binary_op_name(op), " does not take bool operands");
   }
   return elementwise_map(std::string(binary_op_name(op)) + "_" + dtype_suffix(a.dtype), {a, b},
-                         [&](const std::vector<Expr>& v) { return binary_math(op, v[0], v[1]); });
+                         [op](const std::vector<Expr>& v) { return binary_math(op, v[0], v[1]); });
 }
 
 OpInstance where(const TensorType& cond, const TensorType& a, const TensorType& b) {

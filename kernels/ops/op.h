@@ -34,9 +34,21 @@ struct KnobSpec {
 };
 using KnobValues = std::map<std::string, int64_t>;
 
+struct OpInstance;
+
+// Epilogue fusion (compiler/passes/fuse_ops): elementwise math applied to every element an
+// op computes before it is stored, so that a chain like conv -> mul -> add -> clip runs as
+// one kernel that writes its output once.
+struct FusedEpilogue {
+  std::string name;                   // appended to the op's name
+  std::vector<te::TensorRef> inputs;  // placeholders `apply` reads; after the op's inputs
+  // The stored value from the op's value at output indices `i`.
+  std::function<tir::Expr(const tir::Expr& value, const te::Indices& i)> apply;
+};
+
 // One operator instantiated for concrete input types.
 struct OpInstance {
-  std::string name;  // e.g. "matmul_f32"; also the kernel's symbol prefix
+  std::string name;                    // e.g. "matmul_f32"; also the kernel's symbol prefix
   std::vector<te::TensorRef> inputs;   // placeholders, in kernel-argument order
   std::vector<te::TensorRef> outputs;  // after the inputs in the kernel's arguments
   std::vector<KnobSpec> knobs;
@@ -45,13 +57,19 @@ struct OpInstance {
   // For residue-class dispatch: symbolic dims whose divisibility by a factor lets the
   // default schedule drop its tails (e.g. M of a matmul by its row tile). Var -> factor.
   std::vector<std::pair<arith::Var, int64_t>> preferred_multiples;
+  // Set by single-output ops that can take an epilogue (elementwise, conv, matmul): the same
+  // op rebuilt with `e` applied to its output. Null: not fusible as an anchor.
+  std::function<OpInstance(const FusedEpilogue& e)> with_epilogue;
+  // Set by elementwise ops (elementwise_map): one output element from one element of each
+  // input (broadcast), the math the kernel computes. Null: not fusible into an epilogue.
+  std::function<tir::Expr(const std::vector<tir::Expr>&)> elementwise;
 };
 
 // The value of `name` in `knobs`, else the knob's default (UserError if no such knob).
 int64_t knob(const OpInstance& op, const KnobValues& knobs, const std::string& name);
 
 struct LowerOpOptions {
-  std::string dump_after;         // TIR pass name, or "all" (kernels/tir/lower.h)
+  std::string dump_after;  // TIR pass name, or "all" (kernels/tir/lower.h)
   std::ostream* dump = nullptr;
   bool time_passes = false;
   // tir::LowerOptions::max_specialized_copies: code size spent on symbolic tails.

@@ -12,6 +12,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "compiler/ir/parser.h"
+#include "compiler/passes/expand_recurrent.h"
 #include "compiler/pipeline.h"
 #include "serializer/vmexe.h"
 #include "tests/support/expect_user_error.h"
@@ -154,10 +156,10 @@ TEST(EndToEnd, StaticCompilationAgreesWithTheSymbolicOne) {
   EXPECT_USER_ERROR(compile("examples/demo/demo.onnx", wrong), "--static x: dim 1 is 16, given 15");
 }
 
-// LSTM nodes (forward with initial state, reverse without) expanded into Loops; references
-// from ONNX Runtime (scripts/models/make_lstm_models.py).
-TEST(EndToEnd, LstmForwardAndReverseMatchOnnxRuntime) {
-  for (const char* name : {"lstm_forward", "lstm_reverse"}) {
+// LSTM nodes (forward with initial state, reverse without, bidirectional with) expanded into
+// Loops; references from ONNX Runtime (scripts/models/make_lstm_models.py).
+TEST(EndToEnd, LstmInEveryDirectionMatchesOnnxRuntime) {
+  for (const char* name : {"lstm_forward", "lstm_reverse", "lstm_bidirectional"}) {
     compiler::PipelineOptions options;
     options.import.dims["seq"] = {1, 1024};
     options.import.dims["batch"] = {1, 64};
@@ -165,6 +167,43 @@ TEST(EndToEnd, LstmForwardAndReverseMatchOnnxRuntime) {
     auto program = compile(dir + "/model.onnx", options);
     run_cases(program, {dir + "/cases/0", dir + "/cases/1", dir + "/cases/2"});
   }
+}
+
+// GRU (linear_before_reset 0 and 1) and RNN nodes, forward, reverse and bidirectional, with
+// and without B and initial_h, expanded into Loops like LSTM; at seq 1, 4 and 11, references
+// from ONNX Runtime (scripts/models/make_gru_rnn_models.py).
+TEST(EndToEnd, GruAndRnnMatchOnnxRuntime) {
+  for (const char* name : {"gru_forward", "gru_reverse_lbr", "gru_bidirectional", "rnn_forward",
+                           "rnn_reverse", "rnn_bidirectional"}) {
+    compiler::PipelineOptions options;
+    options.import.dims["seq"] = {1, 1024};
+    options.import.dims["batch"] = {1, 64};
+    std::string dir = std::string("tests/e2e/models/") + name;
+    auto program = compile(dir + "/model.onnx", options);
+    run_cases(program, {dir + "/cases/0", dir + "/cases/1", dir + "/cases/2"});
+  }
+}
+
+// What the expansion does not cover is refused with one UserError line naming the node.
+TEST(EndToEnd, UnsupportedRecurrentAttributesAreRefusedNamingTheNode) {
+  auto expand = [](const std::string& node) {
+    return compiler::expand_recurrent(compiler::parse_module(
+        "fn @main(%x: f32[5, 2, 8], %w: f32[1, 48, 8], %r: f32[1, 48, 16], %lens: i32[2]) {\n"
+        "  %cell = " +
+        node + "\n  return %cell\n}"));
+  };
+  EXPECT_USER_ERROR(expand("GRU(%x, %w, %r) {clip=2.0, hidden_size=16}"),
+                    "%cell = GRU: clip is not supported");
+  EXPECT_USER_ERROR(expand("GRU(%x, %w, %r) {activations=[\"Relu\", \"Tanh\"], hidden_size=16}"),
+                    "%cell = GRU: only the default activations (Sigmoid, Tanh) are supported");
+  EXPECT_USER_ERROR(expand("RNN(%x, %w, %r) {hidden_size=16, layout=1}"),
+                    "%cell = RNN: layout 1 is not supported yet");
+  EXPECT_USER_ERROR(expand("RNN(%x, %w, %r, (), %lens) {hidden_size=16}"),
+                    "%cell = RNN: sequence_lens is not supported yet");
+  EXPECT_USER_ERROR(expand("RNN(%x, %w, %r) {activations=[\"Relu\"], hidden_size=16}"),
+                    "%cell = RNN: only the default activations (Tanh) are supported");
+  EXPECT_USER_ERROR(expand("LSTM(%x, %w, %r) {hidden_size=12, input_forget=1}"),
+                    "%cell = LSTM: input_forget is not supported");
 }
 
 // Models exported from PyTorch with data-dependent Loop and If (a greedy decoder that stops
@@ -228,26 +267,26 @@ TEST(EndToEndRealModels, PpOcrMatchesOnnxRuntimeAtEveryWidth) {
   }
 }
 
-// Silero VAD v5 streaming, batch 1 and 4: each chunk gets the state OUR previous chunk
-// produced, and output and state match ONNX Runtime's stream. One executable per chunk
-// length (256 samples at 8 kHz, 512 at 16 kHz): the length decides the model's
-// `if dim == 1` guards, and the path of the other rate cannot run at that length (it
-// fails with a clear error if taken, as in ONNX Runtime). The unnamed batch dims of
-// `input` and `state` are declared the same.
-void stream_silero(int64_t chunk_len, int first_case) {
+// Silero VAD v5 from ONE executable for both rates: compiled with the chunk length
+// versioned (`--dim input_1=256,512`), so the model's `if dim == 1` guards are decided in
+// each version, and the unnamed batch dims of `input` and `state` declared the same.
+std::shared_ptr<const vm::Program> silero_program(std::string* log_text) {
   compiler::PipelineOptions options;
   options.import.dims["input_0"] = {1, 16};
-  options.import.dims["input_1"] = {chunk_len, chunk_len};
+  options.dim_versions["input_1"] = {256, 512};
   options.import.same_dims["state_1"] = "input_0";
   std::ostringstream log;
   options.log = &log;
   auto program = vm::Program::load(serializer::read_vmexe(
       serializer::write_vmexe(compiler::compile_onnx(real_model("silero_vad_v5.onnx"), options))));
-  if (chunk_len == 512) {  // the 8 kHz path fed 512 samples cannot be typed
-    EXPECT_NE(log.str().find("branch cannot run for the declared dims"), std::string::npos)
-        << log.str();
-  }
-  vm::VirtualMachine machine(program);
+  *log_text = log.str();
+  return program;
+}
+
+// Streaming, batch 1 and 4: each chunk gets the state OUR previous chunk produced, and
+// output and state match ONNX Runtime's stream (cases 0-5: 256 samples at 8 kHz, 6-11: 512
+// at 16 kHz).
+void stream_silero(vm::VirtualMachine& machine, int first_case) {
   vm::Tensor state;
   for (int k = first_case; k < first_case + 6; ++k) {
     std::string dir = source("tests/e2e/models/silero_vad/cases/" + std::to_string(k));
@@ -261,20 +300,43 @@ void stream_silero(int64_t chunk_len, int first_case) {
                    "chunk " + std::to_string(k) + " stateN");
     state = out.at(1).as_tensor();
   }
-  // The other rate's path at this length: a one-line run-time error.
-  std::string dir = source("tests/e2e/models/silero_vad/cases/" + std::to_string(first_case));
-  int64_t other_rate = chunk_len == 256 ? 16000 : 8000;
-  std::vector<vm::Value> wrong{
-      vm::read_npy(dir + "/inputs/input.npy"), vm::read_npy(dir + "/inputs/state.npy"),
-      vm::Tensor::from_vector(std::vector<int64_t>{other_rate}, {}, vm::DType::kInt64)};
-  if (chunk_len == 512) {
-    EXPECT_USER_ERROR(machine.run(wrong),
-                      "this branch cannot run for the dims the model was compiled for");
-  }
 }
 
-TEST(EndToEndRealModels, SileroVadStreamsLikeOnnxRuntimeAt8kHz) { stream_silero(256, 0); }
-TEST(EndToEndRealModels, SileroVadStreamsLikeOnnxRuntimeAt16kHz) { stream_silero(512, 6); }
+TEST(EndToEndRealModels, SileroVadStreamsBothRatesFromOneExecutable) {
+  std::string log;
+  auto program = silero_program(&log);
+  // The 8 kHz path fed 512 samples cannot be typed: in that version it is a run-time error.
+  EXPECT_NE(log.find("branch cannot run for the declared dims"), std::string::npos) << log;
+  vm::VirtualMachine machine(program);
+  stream_silero(machine, 0);  // 8 kHz, 256 samples
+  stream_silero(machine, 6);  // 16 kHz, 512 samples
+  stream_silero(machine, 0);  // and back: the versions share one machine
+
+  // The 8 kHz path at 512 samples: a one-line run-time error, as in ONNX Runtime.
+  std::string dir = source("tests/e2e/models/silero_vad/cases/6");
+  vm::Tensor state = vm::read_npy(dir + "/inputs/state.npy");
+  std::vector<vm::Value> wrong_rate{
+      vm::read_npy(dir + "/inputs/input.npy"), state,
+      vm::Tensor::from_vector(std::vector<int64_t>{8000}, {}, vm::DType::kInt64)};
+  EXPECT_USER_ERROR(machine.run(wrong_rate),
+                    "this branch cannot run for the dims the model was compiled for");
+  // A chunk length the executable has no version for: a one-line run-time error.
+  const int64_t batch = state.shape().at(1);
+  vm::Tensor chunk = vm::Tensor::empty({batch, 300}, vm::DType::kFloat32);
+  for (int64_t i = 0; i < chunk.numel(); ++i) chunk.data_as<float>()[i] = 0.0f;
+  std::vector<vm::Value> wrong_length{
+      chunk, state, vm::Tensor::from_vector(std::vector<int64_t>{16000}, {}, vm::DType::kInt64)};
+  try {
+    machine.run(wrong_length);
+    ADD_FAILURE() << "a 300-sample chunk ran";
+  } catch (const UserError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("input 'input': dim input_1 (axis 1) must be one of 256, 512"),
+              std::string::npos)
+        << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+}
 
 // ---- vmc's command line ----
 
@@ -310,6 +372,26 @@ TEST_F(Vmc, CompilesAModelThatVmrunRuns) {
   EXPECT_NE(run.out.find("y: f32 [7, 16]"), std::string::npos) << run.out;
 }
 
+// --dim NAME=V1,V2: one executable with a version of the model per value.
+TEST_F(Vmc, VersionedDimCompilesOneExecutableForEachValue) {
+  std::string out = (dir_ / "demo.vmexe").string();
+  auto r = vmc({source("examples/demo/demo.onnx"), "-o", out, "--dim", "seq=7,64", "-q",
+                "--dump-ir", "after:version_entry"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("// IR after version_entry"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("dynvm.Refine(%x) {dim=\"seq\", value=64}"), std::string::npos) << r.err;
+  for (const char* seq : {"seq_7", "seq_64"}) {
+    auto run = testing::run_program(
+        VMRUN_PATH,
+        {out, "--input",
+         "x=" + source(std::string("examples/demo/reference/") + seq + "/inputs/x.npy")},
+        dir_.string());
+    EXPECT_EQ(run.status, 0) << run.err;
+    EXPECT_NE(run.out.find(std::string("y: f32 [") + (seq + 4) + ", 16]"), std::string::npos)
+        << run.out;
+  }
+}
+
 TEST_F(Vmc, HelpAndVersion) {
   auto help = vmc({"--help"});
   EXPECT_EQ(help.status, 0);
@@ -323,6 +405,9 @@ TEST_F(Vmc, BadCommandLinesExitTwoWithOneLine) {
                                                                 {"a.onnx", "b.onnx"},
                                                                 {"m.onnx", "--dim", "seq"},
                                                                 {"m.onnx", "--dim", "seq=9..2"},
+                                                                {"m.onnx", "--dim", "seq=4,x"},
+                                                                {"m.onnx", "--dim", "seq=4,4"},
+                                                                {"m.onnx", "--dim", "seq=4,"},
                                                                 {"m.onnx", "--static", "x=1xq"},
                                                                 {"m.onnx", "--dump-ir", "before:x"},
                                                                 {"m.onnx", "-o"}}) {

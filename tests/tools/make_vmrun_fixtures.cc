@@ -10,15 +10,20 @@
 //   const.vmexe     no inputs -> (table: f32 [2, 3] constant, mask: bool [3] constant)
 //   dtypes.vmexe    a: i64 [n:0..100], b: bool [2, 2], c: f16 [m:1..64] -> (a, b, c)
 //   invalid.vmexe   well-formed file, but its bytecode reads register 7 of 1
+//   kernels.vmexe   tests/vm/fixtures/kernels.vmasm with the VM tests' kernel library
+//                   embedded, entry add_twice: x, y: f32 [n:1..100000] -> z = (x + y) + y
+//                   through two calls of kernel `add` and one of `nothing`
 //   newer_major.vmexe, unknown_feature.vmexe: valid checksums, refused by version/features
 //   truncated.vmexe, flipped.vmexe, random.vmexe, empty.vmexe, text.vmexe: damaged files
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 
 #include "serializer/format.h"
 #include "serializer/vmexe.h"
+#include "vm/assembler.h"
 #include "vm/executable.h"
 
 namespace dynvm::testing {
@@ -134,6 +139,25 @@ Executable invalid() {
   return exe;
 }
 
+// The VM tests' kernels.vmasm (DYNVM_VM_FIXTURES_DIR), assembled as vm_test_util.h does it:
+// the test kernel library's path in place of @TEST_KERNELS@.
+Executable kernels() {
+  std::string path = std::string(DYNVM_VM_FIXTURES_DIR) + "/kernels.vmasm";
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::string text(std::istreambuf_iterator<char>(in), {});
+  const std::string placeholder = "@TEST_KERNELS@";
+  for (size_t at = text.find(placeholder); at != std::string::npos;
+       at = text.find(placeholder, at)) {
+    text.replace(at, placeholder.size(), DYNVM_TEST_KERNELS_PATH);
+  }
+  Executable exe = vm::assemble(text, path, DYNVM_VM_FIXTURES_DIR);
+  int64_t entry = exe.find_function("add_twice");
+  if (entry < 0) throw std::runtime_error(path + " has no function add_twice");
+  exe.entry = static_cast<uint32_t>(entry);
+  return exe;
+}
+
 void write_bytes(const std::filesystem::path& path, std::span<const uint8_t> bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(bytes.data()),
@@ -158,6 +182,7 @@ void make_all(const std::filesystem::path& dir) {
   serializer::save_vmexe(constants(), (dir / "const.vmexe").string());
   serializer::save_vmexe(dtypes(), (dir / "dtypes.vmexe").string());
   serializer::save_vmexe(invalid(), (dir / "invalid.vmexe").string());
+  serializer::save_vmexe(kernels(), (dir / "kernels.vmexe").string());
 
   std::vector<uint8_t> good = serializer::write_vmexe(pair());
   write_bytes(dir / "newer_major.vmexe",

@@ -283,12 +283,72 @@ TEST(Vmrun, RepeatPrintsMedianAndP90) {
   EXPECT_NE(r.out.find("[2 threads, tbb executor]"), std::string::npos) << r.out;
 }
 
+// The calls column of --profile's row for `kernel`; -1 when there is no such row.
+int64_t profiled_calls(const std::string& out, const std::string& kernel) {
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream row(line);
+    std::string name;
+    int64_t calls = -1;
+    if (row >> name && name == kernel && row >> calls) return calls;
+  }
+  return -1;
+}
+
+TEST(Vmrun, ProfilePrintsKernelsByTimeAfterTheLatencyLine) {
+  // kernels.vmexe's entry calls kernel add twice and kernel nothing once.
+  std::vector<std::string> run = {model("kernels.vmexe"), "--input", "x=1000:f32", "--input",
+                                  "y=1000:f32"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = run;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  Result r = expect_success(with({"--repeat", "3", "--profile", "--sync"}));
+  size_t latency = r.out.find("latency over 3 runs");
+  size_t table = r.out.find("profile over 3 runs: ");
+  size_t outside = r.out.find("\noutside kernels ");
+  size_t output = r.out.find("z: f32 [1000]");
+  ASSERT_NE(latency, std::string::npos) << r.out;
+  ASSERT_NE(table, std::string::npos) << r.out;
+  ASSERT_NE(outside, std::string::npos) << r.out;
+  ASSERT_NE(output, std::string::npos) << r.out;
+  EXPECT_LT(latency, table);
+  EXPECT_LT(table, outside);
+  EXPECT_LT(outside, output);
+  EXPECT_NE(r.out.find("kernel "), std::string::npos) << r.out;
+  for (const char* column : {"calls", "total ms", "mean us", "% of run"}) {
+    EXPECT_NE(r.out.find(column), std::string::npos) << column << "\n" << r.out;
+  }
+  // The timed runs only, not the warm-up.
+  EXPECT_EQ(profiled_calls(r.out, "add"), 6) << r.out;
+  EXPECT_EQ(profiled_calls(r.out, "nothing"), 3) << r.out;
+  EXPECT_EQ(profiled_calls(r.out, "always_fails"), -1) << r.out;  // never called: no row
+
+  // Without --repeat, the one run.
+  r = expect_success(with({"--profile"}));
+  EXPECT_NE(r.out.find("profile over 1 run: "), std::string::npos) << r.out;
+  EXPECT_EQ(profiled_calls(r.out, "add"), 2) << r.out;
+  EXPECT_EQ(r.out.find("latency"), std::string::npos) << r.out;
+
+  // Several threads: the pooled VMs' profiles merged.
+  r = expect_success(with({"--repeat", "4", "--threads", "2", "--profile"}));
+  EXPECT_NE(r.out.find("[2 threads, tbb executor]"), std::string::npos) << r.out;
+  EXPECT_EQ(profiled_calls(r.out, "add"), 8) << r.out;
+  EXPECT_EQ(profiled_calls(r.out, "nothing"), 4) << r.out;
+
+  // A model without kernels spends all its time outside them.
+  r = expect_success({model("identity.vmexe"), "--input", "x=2x16x4:f32", "--profile"});
+  EXPECT_NE(r.out.find("outside kernels "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" 100.0\n"), std::string::npos) << r.out;
+}
+
 TEST(Vmrun, HelpAndVersionExitZero) {
   for (const char* flag : {"--help", "-h"}) {
     Result r = expect_success({flag});
     EXPECT_EQ(r.out.rfind("usage: vmrun model.vmexe [options]", 0), 0u) << r.out;
     for (const char* option : {"--input", "--output-dir", "--repeat", "--threads", "--sync",
-                               "--seed", "--info", "--disasm", "--version"}) {
+                               "--seed", "--info", "--disasm", "--version", "--profile"}) {
       EXPECT_NE(r.out.find(option), std::string::npos) << option;
     }
   }
@@ -311,6 +371,7 @@ TEST(VmrunErrors, BadCommandLines) {
   expect_error({m, "--threads", "-2"}, 2, "needs an integer >= 1");
   expect_error({m, "--seed", "1.5"}, 2, "option --seed needs an integer");
   expect_error({m, "--sync=yes"}, 2, "option --sync takes no value");
+  expect_error({m, "--profile=1"}, 2, "option --profile takes no value");
   expect_error({m, "--sync", "--threads", "2"}, 2, "cannot be combined with --threads");
   expect_error({m, "other.vmexe"}, 2, "unexpected argument 'other.vmexe'");
   expect_error({m, "--input", "=x.npy"}, 2, "empty input name");

@@ -46,12 +46,16 @@ execution:
   --threads N               run on the TBB executor with N threads (default: all
                             hardware threads)
   --sync                    run on the calling thread (SyncExecutor), deterministically
+  --profile                 time every kernel call and print, after the latency line, a
+                            table of kernels by total time (calls, total ms, mean us,
+                            % of run) and the time spent outside kernels; it covers
+                            the --repeat runs (not the warm-up), else the single run
 inspection:
   --info                    print the signature, target, producer, format version and
                             the number of functions, kernels and constants
   --disasm                  print the bytecode
                             (with --info or --disasm, the model runs only when inputs,
-                            --output-dir or --repeat are given too)
+                            --output-dir, --repeat or --profile are given too)
   --help, -h                print this text
   --version                 print vmrun's version
 
@@ -121,6 +125,8 @@ Options parse_options(int argc, const char* const* argv) {
       opts.seed = parse_int<uint64_t>(name, value(), 0);
     } else if (name == "--sync") {
       flag(opts.sync);
+    } else if (name == "--profile") {
+      flag(opts.profile);
     } else if (name == "--info") {
       flag(opts.info);
     } else if (name == "--disasm") {

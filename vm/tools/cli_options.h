@@ -32,6 +32,7 @@ struct Options {
   int threads = 0;         // <= 0: all hardware threads
   bool threads_given = false;
   bool sync = false;
+  bool profile = false;
   uint64_t seed = 0;
   bool info = false;
   bool disasm = false;

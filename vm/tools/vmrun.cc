@@ -1,7 +1,7 @@
 // vmrun: runs a .vmexe on inputs from .npy files or random values, and prints or saves
 // its outputs; also shows a model's signature (--info) and bytecode (--disasm) and times
-// it (--repeat). It links only the runtime and the serializer's reader, so it is what a
-// machine that only runs models needs.
+// it (--repeat), per kernel too (--profile). It links only the runtime and the
+// serializer's reader, so it is what a machine that only runs models needs.
 //
 // Every failure is one line on stderr starting with "vmrun: " and a non-zero exit: 2 for
 // a malformed command line, 1 for everything else (a bad model, input or file). main()
@@ -73,7 +73,9 @@ int run(int argc, const char* const* argv) {
     }
     if (opts.disasm) std::cout << vm::disassemble(exe);
     if (!rejected.empty()) throw UserError(rejected);
-    if (opts.inputs.empty() && opts.output_dir.empty() && opts.repeat == 0) return 0;
+    if (opts.inputs.empty() && opts.output_dir.empty() && opts.repeat == 0 && !opts.profile) {
+      return 0;
+    }
   }
 
   // Load (and verify) first: a broken model is reported before any complaint about inputs.
@@ -83,7 +85,10 @@ int run(int argc, const char* const* argv) {
   std::unique_ptr<vm::Executor> executor = make_executor(opts, program);
 
   // The first run is also the warm-up of --repeat; its outputs are the ones reported.
+  // --profile covers the timed runs, or this one when there are none.
+  executor->set_profiling(opts.profile && opts.repeat == 0);
   std::vector<vm::Value> results = executor->run(inputs);
+  executor->set_profiling(opts.profile);
   if (opts.repeat > 0) {
     std::vector<double> ms;
     ms.reserve(static_cast<size_t>(opts.repeat));
@@ -97,6 +102,7 @@ int run(int argc, const char* const* argv) {
               << (executor->num_threads() == 1 ? "" : "s")
               << (opts.sync ? ", sync executor" : ", tbb executor") << "]\n";
   }
+  if (opts.profile) executor->profile().report(std::cout, program->exe());
 
   std::vector<NamedOutput> outputs = collect_outputs(program->exe(), results);
   if (!opts.output_dir.empty()) {

@@ -1,0 +1,286 @@
+// Constant folding through the compiler's own lowering and the VM (see fold_constants.h).
+#include "compiler/passes/fold_constants.h"
+
+#include <exception>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "compiler/lower/lower.h"
+#include "compiler/op/binding.h"
+#include "vm/error.h"
+#include "vm/interpreter.h"
+#include "vm/program.h"
+
+namespace dynvm::compiler {
+namespace {
+
+// The output type is fully static and small enough to keep as a constant.
+bool foldable_type(const Type& t) {
+  if (!t.defined()) return false;
+  if (t.kind() == TypeKind::kTuple) {
+    if (t->fields.empty()) return false;
+    for (const Type& f : t->fields) {
+      if (!f.is_tensor() || !foldable_type(f)) return false;
+    }
+    return true;
+  }
+  if (!t.is_tensor()) return false;
+  int64_t n = 1;
+  for (const Dim& d : t->dims) {
+    if (!d.is_const() || d.value() <= 0) return false;  // empty values are left alone
+    n *= d.value();
+    if (n > kMaxFoldedElements) return false;
+  }
+  return true;
+}
+
+// Finds the foldable calls and builds the module that computes them: one parameterless
+// function whose lets are those calls (operands: the original constants or earlier
+// lets), returning every folded value as a flat tuple of tensors.
+class FoldPlanner {
+ public:
+  void function(const Function& f) { walk(f.body); }
+
+  bool empty() const { return lets_.empty(); }
+  size_t size() const { return folded_.size(); }
+
+  Module fold_module() const {
+    auto f = std::make_shared<Function>();
+    f->name = "fold";
+    std::vector<Expr> results;
+    for (const Folded& c : folded_) {
+      if (c.fields == 0) {
+        results.push_back(c.var);
+      } else {
+        for (size_t k = 0; k < c.fields; ++k)
+          results.push_back(make_get_item(c.var, static_cast<int64_t>(k)));
+      }
+    }
+    Expr body = make_tuple(results);
+    for (auto it = lets_.rbegin(); it != lets_.rend(); ++it)
+      body = make_let(it->first, it->second, body);
+    f->body = body;
+    Module m;
+    m.entry = "fold";
+    m.functions.push_back(f);
+    return m;
+  }
+
+  // The call nodes folded, each with its values (results in fold_module's order).
+  std::unordered_map<const ExprNode*, Expr> constants(const std::vector<vm::Value>& results) const {
+    std::unordered_map<const ExprNode*, Expr> out;
+    size_t next = 0;
+    auto take = [&] {
+      DYNVM_INTERNAL_CHECK(next < results.size(), "fold_constants: too few results");
+      // A deep copy: a result may be a view of the fold program's constants.
+      return make_constant(results[next++].as_tensor().copy_to(vm::kCpu));
+    };
+    for (const Folded& c : folded_) {
+      if (c.fields == 0) {
+        out[c.call] = take();
+      } else {
+        std::vector<Expr> fields;
+        for (size_t k = 0; k < c.fields; ++k) fields.push_back(take());
+        out[c.call] = make_tuple(fields);
+      }
+    }
+    return out;
+  }
+
+ private:
+  struct Folded {
+    const ExprNode* call;
+    Expr var;       // its let in the fold module
+    size_t fields;  // 0: a tensor; else a tuple of that many tensors
+  };
+
+  void walk(const Expr& e) {
+    if (!e.defined()) return;
+    switch (e.kind()) {
+      case ExprKind::kVar:
+      case ExprKind::kConstant:
+        return;
+      case ExprKind::kLet: {
+        Expr cur = e;  // let chains iteratively: they are long
+        while (cur.kind() == ExprKind::kLet) {
+          walk(cur->operands[1]);
+          Expr v = resolve(cur->operands[1]);
+          if (v.defined()) known_vars_[cur->operands[0]->var_id] = v;
+          cur = cur->operands[2];
+        }
+        return walk(cur);
+      }
+      case ExprKind::kLoop:
+        for (const Expr& o : e->operands) walk(o);
+        return walk(e->body->body);
+      case ExprKind::kCall:
+        for (const Expr& o : e->operands) walk(o);
+        return call(e);
+      default:
+        for (const Expr& o : e->operands) walk(o);
+        return;
+    }
+  }
+
+  void call(const Expr& e) {
+    if (known_calls_.count(e.get())) return;  // a shared node, seen already
+    if (e->name.rfind("dynvm.", 0) == 0 || e->operands.empty()) return;
+    if (find_op(e->name) == nullptr || find_binding(e->name) == nullptr) return;
+    if (!foldable_type(e.type())) return;
+    std::vector<Expr> args;
+    for (const Expr& o : e->operands) {
+      Expr v = resolve(o);
+      if (!v.defined()) return;
+      args.push_back(v);
+    }
+    Expr var = make_var("folded_" + std::to_string(folded_.size()));
+    lets_.emplace_back(var, make_call(e->name, args, e->attrs));
+    const Type& t = e.type();
+    folded_.push_back({e.get(), var, t.kind() == TypeKind::kTuple ? t->fields.size() : 0});
+    known_calls_[e.get()] = var;
+  }
+
+  // The fold module's expression for a value known at compile time, or undefined.
+  Expr resolve(const Expr& e) const {
+    switch (e.kind()) {
+      case ExprKind::kConstant:
+        return e;
+      case ExprKind::kVar: {
+        auto it = known_vars_.find(e->var_id);
+        return it != known_vars_.end() ? it->second : Expr();
+      }
+      case ExprKind::kCall: {
+        auto it = known_calls_.find(e.get());
+        return it != known_calls_.end() ? it->second : Expr();
+      }
+      case ExprKind::kTuple: {  // incl. the empty tuple: an absent optional input
+        std::vector<Expr> fields;
+        for (const Expr& f : e->operands) {
+          Expr v = resolve(f);
+          if (!v.defined()) return Expr();
+          fields.push_back(v);
+        }
+        return make_tuple(fields);
+      }
+      case ExprKind::kGetItem: {
+        Expr t = resolve(e->operands[0]);
+        if (!t.defined()) return Expr();
+        if (t.kind() == ExprKind::kTuple) {
+          if (static_cast<size_t>(e->index) >= t->operands.size()) return Expr();
+          return t->operands[static_cast<size_t>(e->index)];
+        }
+        return make_get_item(t, e->index);
+      }
+      default:
+        return Expr();
+    }
+  }
+
+  std::vector<std::pair<Expr, Expr>> lets_;
+  std::vector<Folded> folded_;
+  std::unordered_map<uint64_t, Expr> known_vars_;
+  std::unordered_map<const ExprNode*, Expr> known_calls_;
+};
+
+// The module with the folded calls replaced by their constants.
+class Substituter {
+ public:
+  explicit Substituter(std::unordered_map<const ExprNode*, Expr> constants)
+      : constants_(std::move(constants)) {}
+
+  Expr visit(const Expr& e) {
+    if (!e.defined()) return e;
+    switch (e.kind()) {
+      case ExprKind::kVar:
+      case ExprKind::kConstant:
+        return e;
+      case ExprKind::kLet: {
+        std::vector<std::pair<Expr, Expr>> lets;
+        Expr cur = e;
+        while (cur.kind() == ExprKind::kLet) {
+          lets.emplace_back(cur->operands[0], visit(cur->operands[1]));
+          cur = cur->operands[2];
+        }
+        Expr body = visit(cur);
+        for (auto it = lets.rbegin(); it != lets.rend(); ++it)
+          body = make_let(it->first, it->second, body);
+        return body;
+      }
+      case ExprKind::kLoop: {
+        auto body = std::make_shared<Function>(*e->body);
+        body->body = visit(body->body);
+        std::vector<Expr> carried;
+        for (const Expr& c : loop_carried(e)) carried.push_back(visit(c));
+        return make_loop(visit(loop_max_trip(e)), visit(loop_cond(e)), carried, body, e->index,
+                         e.type());
+      }
+      case ExprKind::kCall: {
+        auto it = constants_.find(e.get());
+        if (it != constants_.end()) return it->second;
+        break;
+      }
+      default:
+        break;
+    }
+    std::vector<Expr> ops;
+    for (const Expr& o : e->operands) ops.push_back(visit(o));
+    switch (e.kind()) {
+      case ExprKind::kCall:
+        return make_call(e->name, ops, e->attrs, e.type());
+      case ExprKind::kTuple:
+        return make_tuple(ops, e.type());
+      case ExprKind::kGetItem:
+        return make_get_item(ops[0], e->index, e.type());
+      case ExprKind::kIf:
+        return make_if(ops[0], ops[1], ops[2], e.type());
+      case ExprKind::kCallFunction:
+        return make_call_function(e->name, ops, e.type());
+      default:
+        break;
+    }
+    internal_error(__FILE__, __LINE__, "fold_constants: unexpected expression kind");
+  }
+
+ private:
+  std::unordered_map<const ExprNode*, Expr> constants_;
+};
+
+}  // namespace
+
+TypedModule fold_constants(const TypedModule& typed, FoldStats* stats) {
+  FoldStats local;
+  FoldStats& s = stats != nullptr ? *stats : local;
+  FoldPlanner planner;
+  for (const auto& f : typed.module.functions) planner.function(*f);
+  if (planner.empty()) return typed;  // nothing to fold: no compile
+
+  std::vector<vm::Value> results;
+  try {
+    // Static shapes only, so no residue variants: one kernel per op, one LLVM compile.
+    LowerOptions options;
+    options.residue_variants = false;
+    options.producer = "dynvm fold_constants";
+    vm::Executable exe = lower_module(infer_types_with_facts(planner.fold_module()), options);
+    vm::VirtualMachine machine(vm::Program::load(std::move(exe)));
+    results = machine.run({});
+  } catch (const std::exception& error) {
+    s.error = error.what();
+    return typed;
+  }
+  Substituter substitute(planner.constants(results));
+  Module folded = typed.module;
+  for (auto& f : folded.functions) {
+    auto g = std::make_shared<Function>(*f);
+    g->body = substitute.visit(g->body);
+    f = g;
+  }
+  s.calls_folded = planner.size();
+  // Re-typed so later steps see the folded values as constants; the If decisions and their
+  // warnings were made by the first inference and stay.
+  TypedModule out = infer_types_with_facts(folded);
+  out.warnings = typed.warnings;
+  return out;
+}
+
+}  // namespace dynvm::compiler

@@ -1,0 +1,38 @@
+// Constant folding: every call whose operands are all compile-time constants (Constant
+// nodes, let variables bound to constants, results folded earlier in the same pass) is
+// evaluated and replaced by a Constant, in the entry, other functions, If branches and
+// Loop bodies alike (loop-invariant weight math such as the transposes expand_recurrent
+// makes). No operator is evaluated by C++ written for it: the foldable calls of the whole
+// module become one small module (a function without parameters returning them all),
+// which is typed, lowered (one kernel library, one LLVM compile) and run on the VM like
+// any model; the results replace the calls.
+//
+// Not folded: `dynvm.*` ops, calls without operands or without a kernel binding, calls
+// whose output type is not fully static or has more than kMaxFoldedElements elements.
+// If and Loop are never folded themselves (calls inside them are). When the batch cannot
+// be lowered or run (an op's binding refuses a dtype, a kernel fails on a value), nothing
+// is folded: the module is returned unchanged and `FoldStats::error` says why.
+//
+// Runs on the typed module (after infer_types) and re-types what it folded, so later
+// steps see the folded values as constants (ValueFacts::constant); the folded lets' old
+// operands are left for dce.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "compiler/passes/infer_types.h"
+
+namespace dynvm::compiler {
+
+inline constexpr int64_t kMaxFoldedElements = int64_t{1} << 24;
+
+struct FoldStats {
+  size_t calls_folded = 0;
+  std::string error;  // non-empty: the batch failed and nothing was folded
+};
+
+TypedModule fold_constants(const TypedModule& typed, FoldStats* stats = nullptr);
+
+}  // namespace dynvm::compiler

@@ -1,0 +1,275 @@
+// Operator fusion (see fuse_ops.h).
+#include "compiler/passes/fuse_ops.h"
+
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "compiler/op/binding.h"
+#include "vm/error.h"
+
+namespace dynvm::compiler {
+namespace {
+
+enum Role : uint8_t { kNone = 0, kAnchor = 1, kFollower = 2 };
+
+// A constant a follower reads as an immediate rather than as a kernel argument.
+bool is_immediate(const Expr& e) {
+  if (e.kind() != ExprKind::kConstant || e->value.numel() != 1) return false;
+  switch (e->value.dtype()) {
+    case vm::DType::kFloat32:
+    case vm::DType::kFloat64:
+    case vm::DType::kInt32:
+    case vm::DType::kInt64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string dims_text(const Type& t) {
+  std::string s;
+  for (const Dim& d : t->dims) s += to_string(d) + ",";
+  return s;
+}
+
+// The variables an expression reads, nested bodies included.
+void collect_reads(const Expr& e, std::unordered_set<uint64_t>* out) {
+  if (!e.defined()) return;
+  if (e.kind() == ExprKind::kVar) {
+    out->insert(e->var_id);
+    return;
+  }
+  for (const Expr& o : e->operands) collect_reads(o, out);
+  if (e.kind() == ExprKind::kLoop) collect_reads(e->body->body, out);
+}
+
+struct Let {
+  Expr var;
+  Expr value;
+};
+
+struct Group {
+  std::vector<size_t> members;  // let indices, in order; members[0] is the anchor
+  std::string shape;            // dims_text of the anchor's type
+};
+
+class Fuser {
+ public:
+  explicit Fuser(const TypedModule& typed) : typed_(typed) {}
+
+  TypedModule run() {
+    TypedModule out = typed_;
+    for (auto& f : out.module.functions) {
+      if (f->primitive) continue;
+      auto nf = std::make_shared<Function>(*f);
+      for (const Expr& p : nf->params) types_[p->var_id] = p.type();
+      nf->body = block(nf->body);
+      f = nf;
+    }
+    for (auto& f : fused_) out.module.functions.push_back(f);
+    return out;
+  }
+
+ private:
+  ValueFacts facts_of(const Expr& operand) const {
+    if (operand.kind() == ExprKind::kTuple && operand->operands.empty()) return {};
+    ValueFacts f;
+    f.type = operand.type();
+    if (operand.kind() == ExprKind::kVar) {
+      auto it = typed_.facts.find(operand->var_id);
+      if (it != typed_.facts.end()) return it->second;
+      auto t = types_.find(operand->var_id);
+      if (t != types_.end()) f.type = t->second;
+    } else if (operand.kind() == ExprKind::kConstant) {
+      f.constant = operand->value;
+    }
+    return f;
+  }
+
+  // What a let-bound call can be in a group: its binding, instantiated for its types, says
+  // whether the kernel takes an epilogue (anchor) and whether it is elementwise (follower).
+  uint8_t role(const Let& let) {
+    const Expr& e = let.value;
+    if (e.kind() != ExprKind::kCall || !e.type().is_tensor()) return kNone;
+    if (e->name.rfind("dynvm.", 0) == 0) return kNone;
+    auto known = typed_.facts.find(let.var->var_id);
+    if (known != typed_.facts.end() && known->second.value) return kNone;  // a host value
+    const BindFn* bind = find_binding(e->name);
+    if (bind == nullptr) return kNone;
+    try {
+      std::vector<ValueFacts> inputs;
+      for (const Expr& a : e->operands) inputs.push_back(facts_of(a));
+      KernelBinding b = (*bind)(BindContext(e->name, e->attrs, inputs, {e.type()}));
+      if (b.kind != LoweringKind::kKernel) return kNone;
+      std::vector<ops::TensorType> types;
+      for (size_t i : b.args) {
+        if (i >= inputs.size() || inputs[i].absent()) return kNone;
+        types.push_back(kernel_type(inputs[i].type, e->name));
+      }
+      ops::OpInstance op = b.build(types);
+      uint8_t r = kNone;
+      if (op.with_epilogue && op.outputs.size() == 1) r |= kAnchor;
+      if (op.elementwise) r |= kFollower;
+      return r;
+    } catch (const UserError&) {
+      return kNone;  // lowering reports it
+    }
+  }
+
+  Expr nested(const Expr& e) {
+    switch (e.kind()) {
+      case ExprKind::kIf:
+        return make_if(e->operands[0], block(e->operands[1]), block(e->operands[2]), e.type());
+      case ExprKind::kLoop: {
+        auto body = std::make_shared<Function>(*e->body);
+        for (const Expr& p : body->params) types_[p->var_id] = p.type();
+        body->body = block(body->body);
+        return make_loop(loop_max_trip(e), loop_cond(e), loop_carried(e), body, e->index, e.type());
+      }
+      default:
+        return e;
+    }
+  }
+
+  Expr block(const Expr& body) {
+    std::vector<Let> lets;
+    Expr e = body;
+    while (e.kind() == ExprKind::kLet) {
+      lets.push_back({e->operands[0], nested(e->operands[1])});
+      types_[e->operands[0]->var_id] = e->operands[0].type();
+      e = e->operands[2];
+    }
+    Expr result = nested(e);
+    std::vector<Group> groups = find_groups(lets);
+    cut_back(lets, result, &groups);
+
+    std::unordered_map<size_t, const Group*> last_of;
+    std::unordered_set<size_t> inner;
+    for (const Group& g : groups) {
+      if (g.members.size() < 2) continue;
+      last_of[g.members.back()] = &g;
+      for (size_t k = 0; k + 1 < g.members.size(); ++k) inner.insert(g.members[k]);
+    }
+    Expr out = result;
+    for (size_t i = lets.size(); i-- > 0;) {
+      if (inner.count(i)) continue;
+      auto g = last_of.find(i);
+      Expr value = g == last_of.end() ? lets[i].value : fused_call(lets, *g->second);
+      out = make_let(lets[i].var, value, out);
+    }
+    return out;
+  }
+
+  std::vector<Group> find_groups(const std::vector<Let>& lets) {
+    std::vector<Group> groups;
+    std::unordered_map<uint64_t, size_t> group_of;  // member var -> group
+    for (size_t i = 0; i < lets.size(); ++i) {
+      const uint8_t r = role(lets[i]);
+      if (r == kNone) continue;
+      const Expr& call = lets[i].value;
+      if (r & kFollower) {
+        std::set<size_t> read;
+        for (const Expr& o : call->operands) {
+          if (o.kind() != ExprKind::kVar) continue;
+          auto it = group_of.find(o->var_id);
+          if (it != group_of.end()) read.insert(it->second);
+        }
+        if (read.size() == 1 && groups[*read.begin()].shape == dims_text(call.type())) {
+          size_t g = *read.begin();
+          groups[g].members.push_back(i);
+          group_of[lets[i].var->var_id] = g;
+          continue;
+        }
+      }
+      if (r & kAnchor) {
+        group_of[lets[i].var->var_id] = groups.size();
+        groups.push_back({{i}, dims_text(call.type())});
+      }
+    }
+    return groups;
+  }
+
+  // Every member but the last must be read only inside its group: drop members from the end
+  // until that holds (a dropped member is an ordinary call again).
+  static void cut_back(const std::vector<Let>& lets, const Expr& result,
+                       std::vector<Group>* groups) {
+    std::vector<std::unordered_set<uint64_t>> reads(lets.size());
+    for (size_t i = 0; i < lets.size(); ++i) collect_reads(lets[i].value, &reads[i]);
+    std::unordered_set<uint64_t> result_reads;
+    collect_reads(result, &result_reads);
+    for (Group& g : *groups) {
+      while (g.members.size() > 1) {
+        std::unordered_set<size_t> in(g.members.begin(), g.members.end());
+        bool escapes = false;
+        for (size_t k = 0; k + 1 < g.members.size() && !escapes; ++k) {
+          const uint64_t v = lets[g.members[k]].var->var_id;
+          escapes = result_reads.count(v) > 0;
+          for (size_t j = g.members[k] + 1; j < lets.size() && !escapes; ++j) {
+            escapes = !in.count(j) && reads[j].count(v) > 0;
+          }
+        }
+        if (!escapes) break;
+        g.members.pop_back();
+      }
+    }
+  }
+
+  // The group as a primitive function and the call of it that replaces its last member.
+  Expr fused_call(const std::vector<Let>& lets, const Group& g) {
+    auto f = std::make_shared<Function>();
+    f->primitive = true;
+    std::vector<Expr> args;
+    std::unordered_map<uint64_t, Expr> renamed;        // caller var -> fused function var
+    std::unordered_map<const ExprNode*, Expr> lifted;  // caller constant -> parameter
+    auto param = [&](const Expr& caller_value, const std::string& name) {
+      Type t = caller_value.type();
+      if (caller_value.kind() == ExprKind::kVar) t = types_.at(caller_value->var_id);
+      Expr p = make_var(name, t);
+      f->params.push_back(p);
+      args.push_back(caller_value);
+      return p;
+    };
+    std::vector<std::pair<Expr, Expr>> body;
+    for (size_t k = 0; k < g.members.size(); ++k) {
+      const Let& let = lets[g.members[k]];
+      std::vector<Expr> operands;
+      for (const Expr& o : let.value->operands) {
+        if (o.kind() == ExprKind::kVar) {
+          auto it = renamed.find(o->var_id);
+          if (it == renamed.end()) it = renamed.emplace(o->var_id, param(o, o->name)).first;
+          operands.push_back(it->second);
+        } else if (o.kind() == ExprKind::kConstant && !(k > 0 && is_immediate(o))) {
+          auto it = lifted.find(o.get());
+          if (it == lifted.end()) it = lifted.emplace(o.get(), param(o, "c")).first;
+          operands.push_back(it->second);
+        } else {
+          operands.push_back(o);  // a follower's scalar constant, or an absent input
+        }
+      }
+      Expr v = make_var(let.var->name, let.var.type());
+      renamed[let.var->var_id] = v;
+      body.emplace_back(v,
+                        make_call(let.value->name, operands, let.value->attrs, let.value.type()));
+    }
+    Expr out = body.back().first;
+    for (auto it = body.rbegin(); it != body.rend(); ++it)
+      out = make_let(it->first, it->second, out);
+    f->body = out;
+    f->result_type = lets[g.members.back()].var.type();
+    f->name = "fused" + std::to_string(fused_.size()) + "_" + lets[g.members[0]].value->name +
+              "_x" + std::to_string(g.members.size());
+    fused_.push_back(f);
+    return make_call_function(f->name, args, f->result_type);
+  }
+
+  const TypedModule& typed_;
+  std::unordered_map<uint64_t, Type> types_;
+  std::vector<std::shared_ptr<const Function>> fused_;
+};
+
+}  // namespace
+
+TypedModule fuse_ops(const TypedModule& typed) { return Fuser(typed).run(); }
+
+}  // namespace dynvm::compiler

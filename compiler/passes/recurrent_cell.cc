@@ -1,0 +1,166 @@
+// The Loop over time shared by LSTM, GRU and RNN (see recurrent_cell.h).
+#include "compiler/passes/recurrent_cell.h"
+
+#include <cctype>
+#include <limits>
+
+#include "vm/error.h"
+
+namespace dynvm::compiler::recurrent {
+
+Expr i64s(std::vector<int64_t> v) {
+  auto n = static_cast<int64_t>(v.size());
+  return make_constant(vm::Tensor::from_vector(v, {n}, vm::DType::kInt64));
+}
+Expr i64(int64_t v) {
+  return make_constant(vm::Tensor::from_vector(std::vector<int64_t>{v}, {}, vm::DType::kInt64));
+}
+Expr call(const char* op, std::vector<Expr> args, Attrs attrs) {
+  return make_call(op, std::move(args), std::move(attrs));
+}
+Expr slice(const Expr& x, int64_t begin, int64_t end, int64_t axis) {
+  return call("Slice", {x, i64s({begin}), i64s({end}), i64s({axis})});
+}
+bool absent(const std::vector<Expr>& in, size_t i) {
+  return i >= in.size() || (in[i].kind() == ExprKind::kTuple && in[i]->operands.empty());
+}
+
+Expr Lets::bind(const std::string& name, Expr value) {
+  Expr v = make_var(name);
+  lets_.emplace_back(v, std::move(value));
+  return v;
+}
+Expr Lets::finish(Expr body) const {
+  for (auto it = lets_.rbegin(); it != lets_.rend(); ++it)
+    body = make_let(it->first, it->second, body);
+  return body;
+}
+
+namespace {
+
+void check_attrs(const Attrs& a, const std::vector<Expr>& in, const std::string& where,
+                 const Cell& cell, const std::string& direction) {
+  if (direction != "forward" && direction != "reverse" && direction != "bidirectional") {
+    user_error(where, ": unknown direction '", direction, "'");
+  }
+  if (attr_int(a, "layout", 0, where) != 0) user_error(where, ": layout 1 is not supported yet");
+  if (a.count("clip")) user_error(where, ": clip is not supported");
+  if (a.count("activations")) {
+    std::vector<std::string> want = cell.activations;
+    if (direction == "bidirectional") want.insert(want.end(), want.begin(), want.end());
+    auto acts = std::get_if<std::vector<std::string>>(&a.at("activations"));
+    if (acts == nullptr || *acts != want) {
+      std::string list;
+      for (const std::string& f : cell.activations) list += (list.empty() ? "" : ", ") + f;
+      user_error(where, ": only the default activations (", list, ") are supported");
+    }
+  }
+  if (in.size() < 3) user_error(where, ": ", cell.op, " needs X, W and R");
+  if (!absent(in, 4)) user_error(where, ": sequence_lens is not supported yet");
+}
+
+}  // namespace
+
+Expr expand_cell(const Expr& e, const std::string& where, const Cell& cell) {
+  const Attrs& a = e->attrs;
+  const std::vector<Expr>& in = e->operands;
+  const int64_t h = attr_int(a, "hidden_size", -1, where);
+  if (h < 1) user_error(where, ": hidden_size is required");
+  const std::string direction = attr_string(a, "direction", "forward", where);
+  check_attrs(a, in, where, cell, direction);
+  const int64_t dirs = direction == "bidirectional" ? 2 : 1;
+  std::string base = cell.op;
+  for (char& ch : base) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+
+  const Expr& x = in[0];
+  Lets outer;
+  Expr shape = outer.bind(base + "_x_shape", call("Shape", {x}));
+  // Zero state [batch, h] when none is given.
+  // (bound to a variable: type inference records its value, [batch, h], for Expand)
+  Expr zeros_shape = outer.bind(
+      base + "_state_shape",
+      call("Concat", {call("Gather", {shape, i64s({1})}, {{"axis", int64_t{0}}}), i64s({h})},
+           {{"axis", int64_t{0}}}));
+  Expr zero =
+      make_constant(vm::Tensor::from_vector(std::vector<float>{0.0f}, {}, vm::DType::kFloat32));
+  Expr trips = outer.bind(base + "_steps", call("Gather", {shape, i64(0)}, {{"axis", int64_t{0}}}));
+
+  std::vector<Expr> ys;                                        // per direction
+  std::vector<std::vector<Expr>> finals(size_t(cell.states));  // per state, per direction
+  for (int64_t d = 0; d < dirs; ++d) {
+    const bool reverse = direction == "reverse" || d == 1;
+    DirectionWeights w;
+    w.hidden = h;
+    w.prefix = base + (dirs == 1 ? "" : d == 0 ? "_fw" : "_bw");
+    // This direction's [.., ..] of a [dirs, .., ..] input.
+    auto pick = [&](const Expr& v) {
+      if (dirs == 1) return call("Squeeze", {v, i64s({0})});
+      return call("Gather", {v, i64(d)}, {{"axis", int64_t{0}}});
+    };
+    const Attrs transpose{{"perm", std::vector<int64_t>{1, 0}}};
+    w.wt = outer.bind(w.name("wt"), call("Transpose", {pick(in[1])}, transpose));
+    w.rt = outer.bind(w.name("rt"), call("Transpose", {pick(in[2])}, transpose));
+    if (!absent(in, 3)) {
+      Expr b = outer.bind(w.name("b"), pick(in[3]));
+      w.wb = outer.bind(w.name("wb"), slice(b, 0, cell.gates * h, 0));
+      w.rb = outer.bind(w.name("rb"), slice(b, cell.gates * h, 2 * cell.gates * h, 0));
+    }
+    std::vector<Expr> initial;
+    for (int k = 0; k < cell.states; ++k) {
+      const std::string n = w.name(k == 0 ? "h0" : "c0");
+      const size_t i = 5 + size_t(k);
+      initial.push_back(
+          outer.bind(n, absent(in, i) ? call("Expand", {zero, zeros_shape}) : pick(in[i])));
+    }
+    CellStep step_of = cell.prepare(outer, w);
+
+    auto body = std::make_shared<Function>();
+    body->name = w.name("step");
+    Expr t = make_var("t", tensor_type(vm::DType::kInt64, {}));
+    Expr go = make_var("go", tensor_type(vm::DType::kBool, {}));
+    body->params = {t, go};
+    std::vector<Expr> states;
+    for (int k = 0; k < cell.states; ++k) states.push_back(make_var(k == 0 ? "h" : "c"));
+    body->params.insert(body->params.end(), states.begin(), states.end());
+    Lets step;
+    Expr index = t;
+    if (reverse) index = step.bind(w.name("index"), call("Sub", {call("Sub", {trips, i64(1)}), t}));
+    Expr xt = step.bind(w.name("xt"), call("Gather", {x, index}, {{"axis", int64_t{0}}}));
+    std::vector<Expr> next = step_of(step, xt, states);
+    DYNVM_INTERNAL_CHECK(next.size() == states.size(), "expand_recurrent: step of ", cell.op);
+    std::vector<Expr> results{go};
+    results.insert(results.end(), next.begin(), next.end());
+    results.push_back(next[0]);  // the scan output: every h
+    body->body = step.finish(make_tuple(results));
+
+    Expr loop = outer.bind(w.name("loop"), make_loop(trips, Expr(), initial, body, 1));
+    // Y in time order (a reverse scan collected the last step first).
+    Expr y = make_get_item(loop, cell.states);
+    if (reverse) {
+      y = outer.bind(w.name("y_time_order"),
+                     call("Slice", {y, i64s({-1}), i64s({std::numeric_limits<int64_t>::min()}),
+                                    i64s({0}), i64s({-1})}));
+    }
+    ys.push_back(outer.bind(w.name("y"), call("Unsqueeze", {y, i64s({1})})));
+    for (int k = 0; k < cell.states; ++k) {
+      finals[size_t(k)].push_back(outer.bind(
+          w.name(k == 0 ? "y_h" : "y_c"), call("Unsqueeze", {make_get_item(loop, k), i64s({0})})));
+    }
+  }
+  // Y [seq, dirs, batch, h]; Y_h (and Y_c) [dirs, batch, h].
+  auto both = [&](const std::vector<Expr>& per_direction, int64_t axis, const char* n) {
+    if (dirs == 1) return per_direction[0];
+    return outer.bind(base + "_" + n, call("Concat", per_direction, {{"axis", axis}}));
+  };
+  std::vector<Expr> outs{both(ys, 1, "y")};
+  for (int k = 0; k < cell.states; ++k)
+    outs.push_back(both(finals[size_t(k)], 0, k ? "y_c" : "y_h"));
+  if (!a.count("num_outputs")) return outer.finish(outs[0]);  // one output: the value itself
+  const int64_t n = attr_int(a, "num_outputs", 1, where);
+  if (n < 1 || n > static_cast<int64_t>(outs.size()))
+    user_error(where, ": ", cell.op, " has at most ", outs.size(), " outputs, the node names ", n);
+  outs.resize(static_cast<size_t>(n));
+  return outer.finish(make_tuple(outs));
+}
+
+}  // namespace dynvm::compiler::recurrent

@@ -1,0 +1,65 @@
+// Internal to expand_recurrent: what LSTM, GRU and RNN share when they become a Loop over
+// time (attribute checks, per-direction weights, the loop and its outputs), and the one thing
+// each cell adds — its step (recurrent_lstm.cc, recurrent_gru.cc, recurrent_rnn.cc).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compiler/ir/module.h"
+
+namespace dynvm::compiler::recurrent {
+
+Expr i64s(std::vector<int64_t> v);
+Expr i64(int64_t v);
+Expr call(const char* op, std::vector<Expr> args, Attrs attrs = {});
+Expr slice(const Expr& x, int64_t begin, int64_t end, int64_t axis);
+// Input i is missing or the empty name.
+bool absent(const std::vector<Expr>& in, size_t i);
+
+// A builder of let chains: bind() names a value, finish() wraps the body.
+class Lets {
+ public:
+  Expr bind(const std::string& name, Expr value);
+  Expr finish(Expr body) const;
+
+ private:
+  std::vector<std::pair<Expr, Expr>> lets_;
+};
+
+// One direction's weights, bound before the loop. W and R are transposed for row-vector
+// matmuls: x_t [batch, input] @ wt [input, gates * hidden], h [batch, hidden] @ rt.
+struct DirectionWeights {
+  Expr wt, rt;
+  Expr wb, rb;  // [gates * hidden] each; undefined when B is absent
+  int64_t hidden = 0;
+  std::string prefix;  // for the names of bound values: "gru", "lstm_bw", ...
+  std::string name(const char* what) const { return prefix + "_" + what; }
+};
+
+// One time step: the carried states in (h first, then c for LSTM), the next states out.
+using CellStep =
+    std::function<std::vector<Expr>(Lets& step, const Expr& xt, const std::vector<Expr>& states)>;
+
+struct Cell {
+  const char* op;  // "LSTM", "GRU", "RNN"
+  int64_t gates;   // blocks of `hidden` rows in W and R (4, 3, 1)
+  int states;      // carried states, initial values from inputs 5 (initial_h) and 6 (initial_c)
+  std::vector<std::string> activations;  // the defaults, for one direction
+  // Binds what the step needs before the loop (bias sums, weight slices); returns the step.
+  std::function<CellStep(Lets& outer, const DirectionWeights& w)> prepare;
+};
+
+// The node `e` as a Loop per direction. Refuses, with a UserError naming `where`: layout 1,
+// clip, activations other than the defaults, sequence_lens. Output: Y [seq, dirs, batch,
+// hidden], then each final state [dirs, batch, hidden], as a tuple cut to `num_outputs`.
+Expr expand_cell(const Expr& e, const std::string& where, const Cell& cell);
+
+Expr expand_lstm(const Expr& e, const std::string& where);
+Expr expand_gru(const Expr& e, const std::string& where);
+Expr expand_rnn(const Expr& e, const std::string& where);
+
+}  // namespace dynvm::compiler::recurrent

@@ -1,0 +1,21 @@
+// RNN's step (see recurrent_cell.h): h' = tanh(x_t Wt + h Rt (+ Wb + Rb)).
+#include "compiler/passes/recurrent_cell.h"
+
+namespace dynvm::compiler::recurrent {
+
+Expr expand_rnn(const Expr& e, const std::string& where) {
+  Cell cell{"RNN", 1, 1, {"Tanh"}, nullptr};
+  cell.prepare = [](Lets& outer, const DirectionWeights& w) -> CellStep {
+    Expr bias;
+    if (w.wb.defined()) bias = outer.bind(w.name("bias"), call("Add", {w.wb, w.rb}));
+    return [w, bias](Lets& step, const Expr& xt, const std::vector<Expr>& s) {
+      Expr pre = step.bind(w.name("pre"),
+                           call("Add", {call("MatMul", {xt, w.wt}), call("MatMul", {s[0], w.rt})}));
+      if (bias.defined()) pre = step.bind(w.name("pre_b"), call("Add", {pre, bias}));
+      return std::vector<Expr>{step.bind(w.name("h_next"), call("Tanh", {pre}))};
+    };
+  };
+  return expand_cell(e, where, cell);
+}
+
+}  // namespace dynvm::compiler::recurrent

@@ -1,0 +1,38 @@
+// Where a program's time goes: wall time per kernel and for whole runs, as measured by
+// a VirtualMachine with profiling on (VirtualMachine::set_profiling or
+// Executor::set_profiling). The difference between the two is the time spent outside
+// kernels: bytecode, allocation. `vmrun --profile` prints report().
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <vector>
+
+#include "vm/executable.h"
+
+namespace dynvm::vm {
+
+// One kernel's calls. A call's time is its whole InvokeKernel instruction: argument
+// marshalling, variant dispatch and the kernel itself.
+struct KernelTime {
+  int64_t calls = 0;
+  int64_t total_ns = 0;
+};
+
+struct Profile {
+  std::vector<KernelTime> kernels;  // indexed like Executable::kernels; may be shorter
+  int64_t runs = 0;                 // VirtualMachine::run/invoke calls
+  int64_t run_ns = 0;               // their total wall time, kernels included
+
+  // Sum of all kernels' total_ns (never more than run_ns for the same runs).
+  int64_t kernel_ns() const;
+  // Adds `other`'s counts and times to this one (profiles of pooled VMs, of threads).
+  void merge(const Profile& other);
+  // Prints one line per kernel that was called, by total time (longest first):
+  //   kernel   calls   total ms   mean us   % of run
+  // then a last line for the time outside kernels. Names come from `exe`, which must be
+  // the executable that was profiled.
+  void report(std::ostream& os, const Executable& exe) const;
+};
+
+}  // namespace dynvm::vm
