@@ -1,10 +1,9 @@
 // The compiler, start to end, as one readable list of steps (pipeline.cc):
 //   import (frontends/onnx) -> [static inputs fixed] -> [version_entry: one copy of the
-//   entry per value of a versioned dim] -> expand_recurrent (LSTM as a Loop) -> infer_types ->
-//   fold_constants -> dce -> lower (bytecode, kernels generated and specialized) -> a
-//   vm::Executable ready for the serializer.
-// `dump_after` prints the IR after a step ("import", "static", "version_entry",
-// "expand_recurrent", "infer_types", "fold_constants", "dce", or "all");
+//   entry per value of a versioned dim] -> expand_recurrent (LSTM / GRU / RNN as Loops) ->
+//   infer_types -> fold_constants -> dce -> fuse_ops (epilogue fusion) -> lower (bytecode,
+//   kernels generated and specialized) -> a vm::Executable ready for the serializer.
+// `dump_after` prints the IR after a step (kPipelineSteps, or "all");
 // `time_passes` prints each step's wall time. Both go to `log`.
 #pragma once
 
