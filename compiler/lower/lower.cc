@@ -158,20 +158,7 @@ class FunctionLowering {
 
   // The facts of an operand: what inference recorded for a let-bound variable, the value of
   // a constant, or the bare type.
-  ValueFacts facts_of(const Expr& operand) const {
-    if (operand.kind() == ExprKind::kTuple && operand->operands.empty()) return {};
-    ValueFacts f;
-    f.type = operand.type();
-    if (operand.kind() == ExprKind::kVar) {
-      auto it = typed_.facts.find(operand->var_id);
-      if (it != typed_.facts.end()) return it->second;
-      auto t = types_.find(operand->var_id);
-      if (t != types_.end()) f.type = t->second;
-    } else if (operand.kind() == ExprKind::kConstant) {
-      f.constant = operand->value;
-    }
-    return f;
-  }
+  ValueFacts facts_of(const Expr& operand) const { return operand_facts(typed_, types_, operand); }
 
   // Registers holding a shape value for `t`'s dims.
   uint32_t shape_of(const Type& t, const std::string& where) {

@@ -72,20 +72,7 @@ class Fuser {
   }
 
  private:
-  ValueFacts facts_of(const Expr& operand) const {
-    if (operand.kind() == ExprKind::kTuple && operand->operands.empty()) return {};
-    ValueFacts f;
-    f.type = operand.type();
-    if (operand.kind() == ExprKind::kVar) {
-      auto it = typed_.facts.find(operand->var_id);
-      if (it != typed_.facts.end()) return it->second;
-      auto t = types_.find(operand->var_id);
-      if (t != types_.end()) f.type = t->second;
-    } else if (operand.kind() == ExprKind::kConstant) {
-      f.constant = operand->value;
-    }
-    return f;
-  }
+  ValueFacts facts_of(const Expr& operand) const { return operand_facts(typed_, types_, operand); }
 
   // What a let-bound call can be in a group: its binding, instantiated for its types, says
   // whether the kernel takes an epilogue (anchor) and whether it is elementwise (follower).

@@ -505,4 +505,20 @@ TypedModule infer_types_with_facts(const Module& module) {
   return out;
 }
 
+ValueFacts operand_facts(const TypedModule& typed, const std::unordered_map<uint64_t, Type>& types,
+                         const Expr& operand) {
+  if (operand.kind() == ExprKind::kTuple && operand->operands.empty()) return {};
+  ValueFacts f;
+  f.type = operand.type();
+  if (operand.kind() == ExprKind::kVar) {
+    auto it = typed.facts.find(operand->var_id);
+    if (it != typed.facts.end()) return it->second;
+    auto t = types.find(operand->var_id);
+    if (t != types.end()) f.type = t->second;
+  } else if (operand.kind() == ExprKind::kConstant) {
+    f.constant = operand->value;
+  }
+  return f;
+}
+
 }  // namespace dynvm::compiler

@@ -30,4 +30,10 @@ struct TypedModule {
 };
 TypedModule infer_types_with_facts(const Module& module);
 
+// The facts of a call's operand: what inference recorded for a let-bound variable, else its
+// type (from `types`, by var_id, when the node carries none); a constant's value; nothing
+// for an absent input (the empty tuple).
+ValueFacts operand_facts(const TypedModule& typed, const std::unordered_map<uint64_t, Type>& types,
+                         const Expr& operand);
+
 }  // namespace dynvm::compiler
