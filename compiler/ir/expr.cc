@@ -129,4 +129,21 @@ std::vector<Expr> loop_carried(const Expr& loop) {
   return {loop->operands.begin() + 2, loop->operands.end()};
 }
 
+Expr with_operands(const Expr& e, std::vector<Expr> ops) {
+  switch (e.kind()) {
+    case ExprKind::kCall:
+      return make_call(e->name, std::move(ops), e->attrs, e.type());
+    case ExprKind::kTuple:
+      return make_tuple(std::move(ops), e.type());
+    case ExprKind::kGetItem:
+      return make_get_item(ops.at(0), e->index, e.type());
+    case ExprKind::kIf:
+      return make_if(ops.at(0), ops.at(1), ops.at(2), e.type());
+    case ExprKind::kCallFunction:
+      return make_call_function(e->name, std::move(ops), e.type());
+    default:
+      internal_error(__FILE__, __LINE__, std::string("with_operands of a ") + kind_name(e.kind()));
+  }
+}
+
 }  // namespace dynvm::compiler

@@ -102,6 +102,10 @@ Expr make_loop(Expr max_trip, Expr cond, std::vector<Expr> carried,
                std::shared_ptr<const Function> body, int64_t num_scan_outputs, Type type = {});
 Expr make_call_function(std::string callee, std::vector<Expr> args, Type type = {});
 
+// A copy of a kCall, kTuple, kGetItem, kIf or kCallFunction node with other operands (and
+// the same name, attributes, index and type): what rewriting passes rebuild bottom-up.
+Expr with_operands(const Expr& e, std::vector<Expr> operands);
+
 // A copy of `e` with `type` (the node itself is immutable).
 Expr with_type(const Expr& e, Type type);
 

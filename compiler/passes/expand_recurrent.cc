@@ -41,19 +41,10 @@ class Expander {
           return recurrent::expand_gru(make_call(e->name, ops, e->attrs), where + " = GRU");
         if (e->name == "RNN")
           return recurrent::expand_rnn(make_call(e->name, ops, e->attrs), where + " = RNN");
-        return make_call(e->name, ops, e->attrs, e.type());
-      case ExprKind::kTuple:
-        return make_tuple(ops, e.type());
-      case ExprKind::kGetItem:
-        return make_get_item(ops[0], e->index, e.type());
-      case ExprKind::kIf:
-        return make_if(ops[0], ops[1], ops[2], e.type());
-      case ExprKind::kCallFunction:
-        return make_call_function(e->name, ops, e.type());
+        return with_operands(e, std::move(ops));
       default:
-        break;
+        return with_operands(e, std::move(ops));
     }
-    internal_error(__FILE__, __LINE__, "expand_recurrent: unexpected expression kind");
   }
 };
 

@@ -225,21 +225,7 @@ class Substituter {
     }
     std::vector<Expr> ops;
     for (const Expr& o : e->operands) ops.push_back(visit(o));
-    switch (e.kind()) {
-      case ExprKind::kCall:
-        return make_call(e->name, ops, e->attrs, e.type());
-      case ExprKind::kTuple:
-        return make_tuple(ops, e.type());
-      case ExprKind::kGetItem:
-        return make_get_item(ops[0], e->index, e.type());
-      case ExprKind::kIf:
-        return make_if(ops[0], ops[1], ops[2], e.type());
-      case ExprKind::kCallFunction:
-        return make_call_function(e->name, ops, e.type());
-      default:
-        break;
-    }
-    internal_error(__FILE__, __LINE__, "fold_constants: unexpected expression kind");
+    return with_operands(e, std::move(ops));
   }
 
  private:
