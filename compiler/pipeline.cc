@@ -13,6 +13,8 @@
 #include "compiler/passes/fold_constants.h"
 #include "compiler/passes/fuse_ops.h"
 #include "compiler/passes/infer_types.h"
+#include "compiler/passes/place_devices.h"
+#include "compiler/passes/simplify.h"
 #include "compiler/passes/version_entry.h"
 #include "kernels/arith/printer.h"
 #include "vm/error.h"
@@ -35,6 +37,11 @@ class Steps {
       log_ << "[time] " << name << ": " << ms << " ms\n";
     }
     return result;
+  }
+
+  // A step's own report, printed with the timings.
+  void note(const std::string& name, const std::string& text) {
+    if (o_.time_passes) log_ << "[" << name << "] " << text << "\n";
   }
 
   void dump(const std::string& name, const Module& m) {
@@ -89,6 +96,21 @@ Module fix_static_inputs(Module m, const std::map<std::string, std::vector<int64
   return m;
 }
 
+// What simplify rewrote, for --time-passes.
+std::string simplify_report(const SimplifyStats& s) {
+  return str_cat(s.calls_rewritten(), " calls rewritten (", s.identities, " identities, ",
+                 s.noop_moves, " no-op moves, ", s.arithmetic, " arithmetic, ", s.view_chains,
+                 " view chains, ", s.reshapes_merged, " reshapes merged, ", s.transposes_merged,
+                 " transposes merged), ", s.dims_simplified, " types re-simplified");
+}
+
+std::string memory_report(const MemoryPlanStats& s) {
+  return str_cat("memory plan: ", s.storages, " allocations, ", s.reused,
+                 " reuse a dead storage, ", s.in_arenas, " in ", s.arenas, " arenas (",
+                 s.arena_bytes, " bytes for ", s.static_bytes, "), ", s.removed,
+                 " size instructions removed");
+}
+
 // The import options with each versioned dim's range spanning its values.
 frontends::onnx_import::ImportOptions import_options(const PipelineOptions& o) {
   frontends::onnx_import::ImportOptions import = o.import;
@@ -122,6 +144,10 @@ vm::Executable compile_onnx(const std::string& model_path, const PipelineOptions
     (options.log != nullptr ? *options.log : std::cerr) << "warning: " << w << "\n";
   }
   steps.dump("infer_types", typed.module);
+  SimplifyStats simplified;
+  typed = steps.run("simplify", [&] { return simplify(typed, &simplified); });
+  steps.note("simplify", simplify_report(simplified));
+  steps.dump("simplify", typed.module);
   typed = steps.run("fold_constants", [&] { return fold_constants(typed); });
   steps.dump("fold_constants", typed.module);
   typed.module = steps.run("dce", [&] { return dce(typed.module); });
@@ -130,11 +156,20 @@ vm::Executable compile_onnx(const std::string& model_path, const PipelineOptions
     typed = steps.run("fuse_ops", [&] { return fuse_ops(typed); });
     steps.dump("fuse_ops", typed.module);
   }
+  Placement placement = steps.run(
+      "place_devices", [&] { return place_devices(typed, options.kernel_device); });
   LowerOptions lower;
+  lower.kernel_device = options.kernel_device;
   lower.static_shapes = options.specialize;
   lower.progress = options.progress;
   lower.producer = options.producer;
-  return steps.run("lower", [&] { return lower_module(typed, lower); });
+  lower.plan_memory = options.plan_memory;
+  MemoryPlanStats memory;
+  lower.memory_stats = &memory;
+  vm::Executable exe =
+      steps.run("lower", [&] { return lower_module(typed, placement, lower); });
+  if (options.plan_memory) steps.note("lower", memory_report(memory));
+  return exe;
 }
 
 }  // namespace dynvm::compiler

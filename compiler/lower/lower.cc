@@ -3,11 +3,15 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "compiler/ir/printer.h"
 #include "compiler/lower/fused_kernel.h"
+#include "compiler/lower/insert_frees.h"
+#include "compiler/lower/plan_memory.h"
 #include "compiler/lower/shape_code.h"
 #include "compiler/op/binding.h"
 #include "kernels/arith/printer.h"
@@ -19,7 +23,10 @@
 namespace dynvm::compiler {
 namespace {
 
-constexpr int64_t kCpuDevice = int64_t{1} << 32;  // (DeviceType::kCPU << 32) | device 0
+// A Device operand as the bytecode encodes it (vm/opcodes.h): (device type << 32) | id.
+int64_t device_operand(vm::Device d) {
+  return (int64_t{static_cast<int32_t>(d.type)} << 32) | int64_t{d.id};
+}
 
 // A value at run time: one register, or (for a tuple the compiler tracks) several.
 struct Regs {
@@ -40,8 +47,13 @@ struct KernelUse {
 
 class FunctionLowering {
  public:
-  FunctionLowering(const TypedModule& typed, vm::Executable* exe, std::vector<KernelUse>* kernels)
-      : typed_(typed), exe_(exe), kernels_(kernels), shapes_(&code_, &next_reg_) {}
+  FunctionLowering(const TypedModule& typed, const Placement& placement, vm::Executable* exe,
+                   std::vector<KernelUse>* kernels)
+      : typed_(typed),
+        placement_(placement),
+        exe_(exe),
+        kernels_(kernels),
+        shapes_(&code_, &next_reg_) {}
 
   vm::Function lower(const Function& f) {
     for (const Expr& p : f.params) {
@@ -57,8 +69,7 @@ class FunctionLowering {
     fn.name = f.name;
     fn.num_params = static_cast<uint32_t>(f.params.size());
     fn.code = std::move(code_);
-    insert_frees(fn);
-    fn.num_registers = next_reg_;
+    fn.num_registers = next_reg_;  // memory planning and frees come after (lower_module)
     return fn;
   }
 
@@ -78,6 +89,9 @@ class FunctionLowering {
         shapes_.bind(arith::Var(d.expr()), r);
       }
     }
+    // Inputs arrive on the host; those kernels on another device read are copied there
+    // once, here at entry (place_devices).
+    for (const Expr& p : f.params) copy_after_binding(p->var_id, values_.at(p->var_id));
   }
 
   uint32_t tuple_register(const Regs& t) {
@@ -96,6 +110,7 @@ class FunctionLowering {
       Regs value = expr(e->operands[1], "%" + var->name, var->var_id);
       values_[var->var_id] = value;
       types_[var->var_id] = var.type();
+      copy_after_binding(var->var_id, value);
       e = e->operands[2];
     }
     return expr(e, where);
@@ -179,7 +194,9 @@ class FunctionLowering {
     for (const Dim& d : t->dims) bytes = bytes * d.expr();
     uint32_t size = shapes_.emit(arith::simplify(bytes));
     uint32_t storage = next_reg_++, offset = shapes_.emit(arith::make_int(0)), out = next_reg_++;
-    code_.push_back({vm::Opcode::AllocStorage, {storage, size, kCpuDevice}});
+    // Only kernels write what is allocated here: it lives on the kernel device.
+    code_.push_back(
+        {vm::Opcode::AllocStorage, {storage, size, device_operand(placement_.kernel_device)}});
     code_.push_back(
         {vm::Opcode::AllocTensor, {out, storage, offset, shape, static_cast<int64_t>(t->dtype)}});
     return out;
@@ -252,15 +269,11 @@ class FunctionLowering {
     } else {
       outputs = {e.type()};
     }
-    // Everything known at compile time: computed on the host, no binding needed. (A value
-    // with an unknown element, such as `n == 5` for a symbolic n, is computed by its kernel.)
-    if (!tuple && bound_var != 0) {
-      auto known = typed_.facts.find(bound_var);
-      if (known != typed_.facts.end() && known->second.value && outputs[0].is_tensor() &&
-          std::none_of(known->second.value->begin(), known->second.value->end(),
-                       [](const Dim& d) { return d.is_any(); })) {
-        return Regs{{host_value(outputs[0], *known->second.value, where)}, false};
-      }
+    // Everything known at compile time: computed on the host, no binding needed. The
+    // placement decides (a value with an unknown element, such as `n == 5` for a symbolic
+    // n, is computed by its kernel).
+    if (bound_var != 0 && placement_.computed_on_host(bound_var)) {
+      return Regs{{host_value(outputs[0], *typed_.facts.at(bound_var).value, where)}, false};
     }
     const BindFn* bind = find_binding(e->name);
     if (bind == nullptr) user_error(where, ": no kernel computes ", e->name, " yet");
@@ -285,7 +298,11 @@ class FunctionLowering {
       case LoweringKind::kKernel:
         break;
     }
-    return invoke(b, inputs, outputs, tuple, operand, where);
+    // Kernel arguments are read on the kernel device: a host value's copy there.
+    auto kernel_operand = [&](size_t i) {
+      return read_on(e->operands[i], operand(i), placement_.kernel_device);
+    };
+    return invoke(b, inputs, outputs, tuple, kernel_operand, where);
   }
 
   // A kernel call: its arguments (`operand(i)` for each of the binding's), each output
@@ -315,7 +332,10 @@ class FunctionLowering {
     std::vector<ValueFacts> inputs;
     for (const Expr& a : e->operands) inputs.push_back(facts_of(a));
     KernelBinding b = fused_binding(f, inputs, where);
-    auto operand = [&](size_t i) { return expr(e->operands.at(i), where).one(); };
+    auto operand = [&](size_t i) {
+      const Expr& a = e->operands.at(i);
+      return read_on(a, expr(a, where).one(), placement_.kernel_device);
+    };
     return invoke(b, inputs, {e.type()}, false, operand, where);
   }
 
@@ -370,7 +390,9 @@ class FunctionLowering {
   }
 
   Regs if_expr(const Expr& e, const std::string& where) {
-    uint32_t cond_tensor = expr(e->operands[0], where).one();
+    // LoadScalar reads the condition on the host: a kernel's value is copied there.
+    uint32_t cond_tensor = read_on(e->operands[0], expr(e->operands[0], where).one(), vm::kCpu);
+    const JoinCopies* join = placement_.join(e.get());
     uint32_t cond = next_reg_++;
     code_.push_back({vm::Opcode::LoadScalar, {cond, cond_tensor}});
     const size_t branch_at = code_.size();
@@ -378,14 +400,16 @@ class FunctionLowering {
     // Shape registers computed in one branch are not valid in the other or after.
     shapes_.clear_cache();
     code_[branch_at].args[1] = static_cast<int64_t>(code_.size());
-    Regs then_value = expr(e->operands[1], where);
+    Regs then_value =
+        copied_for_join(expr(e->operands[1], where), join ? &join->first : nullptr);
     Regs result = fresh_like(then_value);
     move_all(then_value, result);
     const size_t goto_at = code_.size();
     code_.push_back({vm::Opcode::Goto, {0}});
     shapes_.clear_cache();
     code_[branch_at].args[2] = static_cast<int64_t>(code_.size());
-    Regs else_value = expr(e->operands[2], where);
+    Regs else_value =
+        copied_for_join(expr(e->operands[2], where), join ? &join->second : nullptr);
     move_all(else_value, result);
     shapes_.clear_cache();
     code_[goto_at].args[0] = static_cast<int64_t>(code_.size());
@@ -451,15 +475,22 @@ class FunctionLowering {
   //         per element (a view of the output at element k's offset).
   Regs loop(const Expr& e, const std::string& where) {
     const Function& body = *e->body;
-    uint32_t max_trip = loop_max_trip(e).defined()
-                            ? load_scalar(expr(loop_max_trip(e), where).one())
-                            : imm(std::numeric_limits<int64_t>::max());
-    uint32_t cond = loop_cond(e).defined() ? load_scalar(expr(loop_cond(e), where).one()) : imm(1);
+    // The trip count and condition are read on the host (a kernel's value copied there).
+    auto host_scalar = [&](const Expr& x) {
+      return load_scalar(read_on(x, expr(x, where).one(), vm::kCpu));
+    };
+    uint32_t max_trip = loop_max_trip(e).defined() ? host_scalar(loop_max_trip(e))
+                                                   : imm(std::numeric_limits<int64_t>::max());
+    uint32_t cond = loop_cond(e).defined() ? host_scalar(loop_cond(e)) : imm(1);
     std::vector<Expr> init = loop_carried(e);
+    // Initial values are copied to where the carried values live (place_devices).
+    const JoinCopies* join = placement_.join(e.get());
     std::vector<uint32_t> carried;
-    for (const Expr& c : init) {
+    for (size_t k = 0; k < init.size(); ++k) {
       uint32_t r = next_reg_++;
-      code_.push_back({vm::Opcode::Move, {r, expr(c, where).one()}});
+      uint32_t value = expr(init[k], where).one();
+      if (join != nullptr && join->first.at(k)) value = device_copy(value, *join->first[k]);
+      code_.push_back({vm::Opcode::Move, {r, value}});
       carried.push_back(r);
     }
     const size_t scans = static_cast<size_t>(e->index);
@@ -485,16 +516,33 @@ class FunctionLowering {
       values_[body.params[k + 2]->var_id] = Regs{{carried[k]}, false};
       types_[body.params[k + 2]->var_id] = body.params[k + 2].type();
     }
-    Regs out = block(body.body, where + " (loop body)");
+    for (const Expr& p : body.params) copy_after_binding(p->var_id, values_.at(p->var_id));
+    // The body's results as the loop moves them on: cond' to the host, carried' to the
+    // carried registers' device, scan elements to the stacking kernel's.
+    Regs out = copied_for_join(block(body.body, where + " (loop body)"),
+                               join ? &join->second : nullptr);
     DYNVM_INTERNAL_CHECK(out.is_tuple && out.regs.size() == 1 + carried.size() + scans, where,
                          ": the loop body returns ", out.regs.size(), " values");
     uint32_t next_cond = load_scalar(out.regs[0]);
-    for (size_t k = 0; k < carried.size(); ++k) {
-      code_.push_back({vm::Opcode::Move, {carried[k], out.regs[1 + k]}});
-    }
+    // The body's results are this iteration's values, read before the carried registers are
+    // overwritten: scan elements are appended first (an element may be a carried value as
+    // the iteration saw it), and a carried' that is another carried register (a swap) is
+    // moved aside first, since the moves are parallel.
     for (size_t k = 0; k < scans; ++k) {
       code_.push_back({vm::Opcode::TupleAppend,
                        {collected[k], collected[k], out.regs[1 + carried.size() + k]}});
+    }
+    std::vector<uint32_t> next(out.regs.begin() + 1, out.regs.begin() + 1 + carried.size());
+    for (size_t k = 0; k < carried.size(); ++k) {
+      const bool other_carried = next[k] != carried[k] &&
+                                 std::find(carried.begin(), carried.end(), next[k]) != carried.end();
+      if (!other_carried) continue;
+      uint32_t aside = next_reg_++;
+      code_.push_back({vm::Opcode::Move, {aside, next[k]}});
+      next[k] = aside;
+    }
+    for (size_t k = 0; k < carried.size(); ++k) {
+      code_.push_back({vm::Opcode::Move, {carried[k], next[k]}});
     }
     code_.push_back({vm::Opcode::Move, {cond, next_cond}});
     code_.push_back({vm::Opcode::AddI, {i, i, one}});
@@ -510,6 +558,59 @@ class FunctionLowering {
       result.regs.push_back(stack(collected[k], i, stacked, where));
     }
     return result;
+  }
+
+  uint32_t device_copy(uint32_t tensor, vm::Device to) {
+    uint32_t r = next_reg_++;
+    code_.push_back({vm::Opcode::DeviceCopy, {r, tensor, device_operand(to)}});
+    return r;
+  }
+
+  // The copies the placement asks for right after a variable (or parameter) is bound: made
+  // once per value, in its scope, so that every reader there shares them.
+  void copy_after_binding(uint64_t var_id, const Regs& value) {
+    for (size_t k = 0; k < value.regs.size(); ++k) {
+      for (vm::Device to : placement_.copies_after(var_id, k)) {
+        copies_[{var_id, k, device_operand(to)}] = device_copy(value.regs[k], to);
+      }
+    }
+  }
+
+  // `operand`, lowered into `reg`, as `reader` reads it: a variable's copy made when it was
+  // bound, or a copy made here of anything else (a constant) the placement says lives
+  // elsewhere; else `reg` itself.
+  uint32_t read_on(const Expr& operand, uint32_t reg, vm::Device reader) {
+    uint64_t var = 0;
+    size_t field = 0;
+    if (operand.kind() == ExprKind::kVar) {
+      var = operand->var_id;
+    } else if (operand.kind() == ExprKind::kGetItem &&
+               operand->operands[0].kind() == ExprKind::kVar) {
+      var = operand->operands[0]->var_id;
+      field = static_cast<size_t>(operand->index);
+    }
+    if (var == 0) {
+      return placement_.copied_at_read(operand.get(), reader) ? device_copy(reg, reader) : reg;
+    }
+    const std::vector<vm::Device>& copied = placement_.copies_after(var, field);
+    if (std::find(copied.begin(), copied.end(), reader) == copied.end()) return reg;
+    auto it = copies_.find({var, field, device_operand(reader)});
+    DYNVM_INTERNAL_CHECK(it != copies_.end(), "a copy of variable ", var, " to ",
+                         vm::device_name(reader), " was not made where it was bound");
+    return it->second;
+  }
+
+  // `value` moved into an If's or a Loop's registers: each field copied first where the
+  // placement's join says (`to`, one per field; null: no join recorded).
+  Regs copied_for_join(const Regs& value, const std::vector<std::optional<vm::Device>>* to) {
+    Regs out = value;
+    if (to == nullptr) return out;
+    DYNVM_INTERNAL_CHECK(to->size() == out.regs.size(), "a join of ", to->size(), " fields for ",
+                         out.regs.size(), " values");
+    for (size_t k = 0; k < out.regs.size(); ++k) {
+      if ((*to)[k]) out.regs[k] = device_copy(out.regs[k], *(*to)[k]);
+    }
+    return out;
   }
 
   uint32_t load_scalar(uint32_t tensor) {
@@ -536,7 +637,8 @@ class FunctionLowering {
     }
     uint32_t bytes = next_reg_++, storage = next_reg_++, out = next_reg_++;
     code_.push_back({vm::Opcode::MulI, {bytes, count, slot}});
-    code_.push_back({vm::Opcode::AllocStorage, {storage, bytes, kCpuDevice}});
+    code_.push_back(  // written by the copy kernel below, on the kernel device
+        {vm::Opcode::AllocStorage, {storage, bytes, device_operand(placement_.kernel_device)}});
     code_.push_back({vm::Opcode::AllocTensor,
                      {out, storage, shapes_.emit(arith::make_int(0)), full_shape,
                       static_cast<int64_t>(stacked->dtype)}});
@@ -580,36 +682,8 @@ class FunctionLowering {
     }
   }
 
-  // Straight-line functions free each register after its last read (tensors then return
-  // to the pool while the function runs). With branches, registers live until the return.
-  void insert_frees(vm::Function& fn) {
-    if (has_branches_) return;
-    std::vector<int64_t> last_read(next_reg_, -1);
-    std::vector<bool> returned(next_reg_, false);
-    for (size_t pc = 0; pc < fn.code.size(); ++pc) {
-      const vm::Instruction& ins = fn.code[pc];
-      const vm::OpcodeInfo& info = vm::opcode_info(ins.op);
-      for (size_t k = 0; k < ins.args.size(); ++k) {
-        vm::OperandKind kind = k < info.num_operands ? info.operands[k] : vm::OperandKind::Regs;
-        if (kind == vm::OperandKind::Reg || kind == vm::OperandKind::Regs) {
-          last_read[static_cast<size_t>(ins.args[k])] = static_cast<int64_t>(pc);
-          if (ins.op == vm::Opcode::Ret) returned[static_cast<size_t>(ins.args[k])] = true;
-        }
-      }
-    }
-    std::vector<std::vector<uint32_t>> frees(fn.code.size());
-    for (uint32_t r = 0; r < next_reg_; ++r) {
-      if (last_read[r] >= 0 && !returned[r]) frees[static_cast<size_t>(last_read[r])].push_back(r);
-    }
-    std::vector<vm::Instruction> code;
-    for (size_t pc = 0; pc < fn.code.size(); ++pc) {
-      code.push_back(fn.code[pc]);
-      for (uint32_t r : frees[pc]) code.push_back({vm::Opcode::Free, {r}});
-    }
-    fn.code = std::move(code);
-  }
-
   const TypedModule& typed_;
+  const Placement& placement_;  // where values live, what is copied (passes/place_devices.h)
   vm::Executable* exe_;
   std::vector<KernelUse>* kernels_;
   std::vector<vm::Instruction> code_;
@@ -619,6 +693,8 @@ class FunctionLowering {
   std::unordered_map<uint64_t, Type> types_;
   std::unordered_map<const void*, size_t> constant_index_;
   std::unordered_map<std::string, size_t> kernel_keys_;
+  // (var_id, field, device operand) -> the register of the value's copy on that device.
+  std::map<std::tuple<uint64_t, size_t, int64_t>, uint32_t> copies_;
   bool has_branches_ = false;
 };
 
@@ -653,6 +729,14 @@ vm::TensorSpec spec_of(const std::string& name, const Type& t, const Module& m) 
 }  // namespace
 
 vm::Executable lower_module(const TypedModule& typed, const LowerOptions& options) {
+  return lower_module(typed, place_devices(typed, options.kernel_device), options);
+}
+
+vm::Executable lower_module(const TypedModule& typed, const Placement& placement,
+                            const LowerOptions& options) {
+  DYNVM_INTERNAL_CHECK(placement.kernel_device == options.kernel_device, "placed for ",
+                       vm::device_name(placement.kernel_device), ", lowered for ",
+                       vm::device_name(options.kernel_device));
   const Module& m = typed.module;
   const Function* entry = m.find_function(m.entry);
   if (entry == nullptr) user_error("the module has no function @", m.entry);
@@ -660,10 +744,13 @@ vm::Executable lower_module(const TypedModule& typed, const LowerOptions& option
   exe.target = options.target.description();
   exe.producer = options.producer;
   std::vector<KernelUse> kernels;
-  FunctionLowering lowering(typed, &exe, &kernels);
+  FunctionLowering lowering(typed, placement, &exe, &kernels);
   exe.functions.push_back(lowering.lower(*entry));
   exe.entry = 0;
   for (const Expr& p : entry->params) exe.inputs.push_back(spec_of(p->name, p.type(), m));
+  // Storage reuse and arenas (plan_memory.h), then a Free after each register's last use.
+  if (options.plan_memory) plan_memory(exe.functions[0], exe.inputs, options.memory_stats);
+  insert_frees(exe.functions[0]);
   const Type& result = entry->result_type;
   auto output_name = [&](size_t k) {
     return k < entry->result_names.size() ? entry->result_names[k] : "output_" + std::to_string(k);
@@ -676,6 +763,13 @@ vm::Executable lower_module(const TypedModule& typed, const LowerOptions& option
     exe.outputs.push_back(spec_of(output_name(0), result, m));
   }
 
+  // Kernels are generated for the CPU only (LLVM, kernels/codegen). This is where a CUDA
+  // code generator plugs in (docs/compiler.md): until then, one clear refusal.
+  if (!kernels.empty() && options.kernel_device != vm::kCpu) {
+    user_error("kernels for ", vm::device_name(options.kernel_device),
+               " are not generated yet: dynvm has no CUDA code generator (", kernels.size(),
+               " kernels needed; compile for the CPU)");
+  }
   // Every kernel, specialized for the sizes asked for and for residue classes.
   std::vector<dispatch::SpecializedOp> ops;
   for (const KernelUse& k : kernels) {

@@ -20,7 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "compiler/lower/plan_memory.h"
 #include "compiler/passes/infer_types.h"
+#include "compiler/passes/place_devices.h"
 #include "kernels/codegen/target.h"
 #include "vm/executable.h"
 
@@ -28,14 +30,26 @@ namespace dynvm::compiler {
 
 struct LowerOptions {
   codegen::Target target = codegen::Target::host();
+  // Where kernels run (compiler/passes/place_devices). Only the CPU has a code generator:
+  // another device is refused where kernels are generated (lower_module).
+  vm::Device kernel_device = vm::kCpu;
   // Sizes to specialize every kernel for (vmc --static / --specialize): dim name -> value.
   std::vector<std::map<std::string, int64_t>> static_shapes;
   bool residue_variants = true;
   std::string producer = "dynvm vmc";
+  // Storage reuse by liveness and one arena per block for static sizes (plan_memory.h);
+  // vmc --no-plan-memory turns it off, to measure what it saves.
+  bool plan_memory = true;
+  MemoryPlanStats* memory_stats = nullptr;  // filled when given (vmc --time-passes)
   // Kernel compilation progress: (done, total, what).
   std::function<void(size_t, size_t, const std::string&)> progress;
 };
 
+// `placement`: place_devices(typed, options.kernel_device), made by the pipeline before
+// lowering; lowering computes on the host, allocates and copies where it says.
+vm::Executable lower_module(const TypedModule& typed, const Placement& placement,
+                            const LowerOptions& options = {});
+// The same with the placement made here.
 vm::Executable lower_module(const TypedModule& typed, const LowerOptions& options = {});
 
 }  // namespace dynvm::compiler

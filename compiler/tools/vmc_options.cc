@@ -49,6 +49,7 @@ options:
                          fully static executable, for comparison with the dynamic one
   --specialize NAME=V    also generate kernel variants for dim NAME == V (repeatable)
   --no-fuse              compile every operator as its own kernel (to measure fusion)
+  --no-plan-memory       allocate every kernel output on its own (to measure planning)
   --dump-ir after:STEP   print the IR after a step: import, static, version_entry,
                          expand_recurrent, infer_types, fold_constants, dce, fuse_ops,
                          all
@@ -77,6 +78,8 @@ Options parse_options(int argc, const char* const* argv) {
       o.output = value(i, a);
     } else if (a == "--no-fuse") {
       o.pipeline.fuse = false;
+    } else if (a == "--no-plan-memory") {
+      o.pipeline.plan_memory = false;
     } else if (a == "--time-passes") {
       o.pipeline.time_passes = true;
     } else if (a == "--dump-ir") {

@@ -1,0 +1,201 @@
+// Memory planning (compiler/lower/plan_memory.h) and the liveness under it: how many
+// allocations a lowered function keeps, which storages it shares, and that the planned
+// executables still compute the right values (references computed here with <cmath>,
+// not by dynvm's kernels).
+#include "compiler/lower/plan_memory.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "compiler/ir/parser.h"
+#include "compiler/lower/liveness.h"
+#include "compiler/lower/lower.h"
+#include "vm/disassembler.h"
+#include "vm/interpreter.h"
+#include "vm/program.h"
+
+namespace dynvm::compiler {
+namespace {
+
+// Five elementwise kernels in a chain (not fused: fuse_ops is not run here). Each value
+// dies as the next is computed, so two storages of 64 * n bytes can hold them all.
+constexpr const char* kChain = R"(dim n: 1..1024
+fn @main(%x: f32[n, 16]) {
+  %a = Exp(%x)
+  %b = Neg(%a)
+  %c = Sigmoid(%b)
+  %d = Tanh(%c)
+  %e = Abs(%d)
+  return %e
+}
+)";
+
+// The same chain with static shapes: its storages go into one arena.
+constexpr const char* kStaticChain = R"(
+fn @main(%x: f32[4, 16]) {
+  %a = Exp(%x)
+  %b = Neg(%a)
+  %c = Sigmoid(%b)
+  %d = Tanh(%c)
+  %e = Abs(%d)
+  return (%e, %c)
+}
+)";
+
+// A smaller value may take a dead larger storage (16 n floats >= n floats for every n),
+// never the other way round.
+constexpr const char* kShrinkThenGrow = R"(dim n: 1..1024
+fn @main(%x: f32[n, 16]) {
+  %a = Exp(%x)
+  %s = ReduceMax(%a, const(i64[1], [1])) {keepdims=1}
+  %t = Neg(%s)
+  %u = Sigmoid(%t)
+  %g = Add(%x, %u)
+  return %g
+}
+)";
+
+struct Lowered {
+  vm::Executable exe;
+  MemoryPlanStats stats;
+};
+
+Lowered lower_text(const char* text, bool plan) {
+  LowerOptions options;
+  options.plan_memory = plan;
+  Lowered out;
+  options.memory_stats = &out.stats;
+  out.exe = lower_module(infer_types_with_facts(parse_module(text)), options);
+  return out;
+}
+
+size_t count(const vm::Function& fn, vm::Opcode op) {
+  size_t n = 0;
+  for (const vm::Instruction& ins : fn.code) n += ins.op == op;
+  return n;
+}
+
+vm::Tensor ramp(std::vector<int64_t> shape) {
+  vm::Tensor t = vm::Tensor::empty(shape, vm::DType::kFloat32);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    t.data_as<float>()[i] = static_cast<float>((i * 7) % 19 - 9) / 6.0f;
+  }
+  return t;
+}
+
+double chain(double x) { return std::abs(std::tanh(1.0 / (1.0 + std::exp(std::exp(x))))); }
+
+TEST(PlanMemory, AChainOfKernelsSharesTwoStorages) {
+  Lowered planned = lower_text(kChain, true);
+  EXPECT_EQ(planned.stats.storages, 5u);
+  EXPECT_EQ(planned.stats.reused, 3u);
+  EXPECT_EQ(count(planned.exe.functions[0], vm::Opcode::AllocStorage), 2u);
+  EXPECT_EQ(count(lower_text(kChain, false).exe.functions[0], vm::Opcode::AllocStorage), 5u);
+
+  vm::VirtualMachine machine(vm::Program::load(std::move(planned.exe)));
+  for (int64_t n : {1, 7, 300}) {
+    vm::Tensor x = ramp({n, 16});
+    std::vector<vm::Value> in{x};
+    const vm::Tensor y = machine.run(in).at(0).as_tensor();
+    ASSERT_EQ(y.shape(), (vm::Shape{n, 16}));
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      EXPECT_NEAR(y.data_as<float>()[i], chain(x.data_as<float>()[i]), 1e-5) << "n " << n;
+    }
+  }
+}
+
+TEST(PlanMemory, ASmallerValueTakesALargerDeadStorageNeverTheReverse) {
+  Lowered planned = lower_text(kShrinkThenGrow, true);
+  // %s [n,1] is allocated while ReduceMax still reads %a [n,16]: fresh. %t [n,1] takes
+  // %a's dead 64n bytes (provably >= 4n); %u takes %s's 4n bytes (equal); %g [n,16]
+  // takes the 64n bytes %t held, dead by then (never %s's 4n bytes, held by %u anyway).
+  EXPECT_EQ(planned.stats.storages, 5u);
+  EXPECT_EQ(planned.stats.reused, 3u) << vm::disassemble(planned.exe);
+
+  vm::VirtualMachine machine(vm::Program::load(std::move(planned.exe)));
+  for (int64_t n : {1, 5, 64}) {
+    vm::Tensor x = ramp({n, 16});
+    std::vector<vm::Value> in{x};
+    const vm::Tensor g = machine.run(in).at(0).as_tensor();
+    ASSERT_EQ(g.shape(), (vm::Shape{n, 16}));
+    const float* xv = x.data_as<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      double m = -1e30;
+      for (int64_t j = 0; j < 16; ++j) m = std::max(m, std::exp(double{xv[i * 16 + j]}));
+      double u = 1.0 / (1.0 + std::exp(m));
+      for (int64_t j = 0; j < 16; ++j) {
+        EXPECT_NEAR(g.data_as<float>()[i * 16 + j], xv[i * 16 + j] + u, 1e-5);
+      }
+    }
+  }
+}
+
+TEST(PlanMemory, StaticSizesShareOneArena) {
+  Lowered planned = lower_text(kStaticChain, true);
+  // %a, %b, %d die in the function: one arena; %c and %e are results (their own storage).
+  EXPECT_EQ(planned.stats.arenas, 1u);
+  EXPECT_EQ(planned.stats.in_arenas, 3u);
+  EXPECT_EQ(planned.stats.static_bytes, 3 * 256);
+  // %a and %b overlap (Neg reads %a while writing %b), %d comes after both died.
+  EXPECT_EQ(planned.stats.arena_bytes, 2 * 256);
+  // The arena and the results' two storages.
+  EXPECT_EQ(count(planned.exe.functions[0], vm::Opcode::AllocStorage), 3u);
+
+  vm::VirtualMachine machine(vm::Program::load(std::move(planned.exe)));
+  vm::Tensor x = ramp({4, 16});
+  std::vector<vm::Value> in{x};
+  std::vector<vm::Value> out = machine.run(in);
+  ASSERT_EQ(out.size(), 2u);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    double v = x.data_as<float>()[i];
+    double c = 1.0 / (1.0 + std::exp(std::exp(v)));
+    EXPECT_NEAR(out[0].as_tensor().data_as<float>()[i], chain(v), 1e-5);
+    EXPECT_NEAR(out[1].as_tensor().data_as<float>()[i], c, 1e-5);
+  }
+}
+
+// Liveness on hand-written bytecode with a branch and a loop:
+//   0 load_imm r1, 3        ; trip count
+//   1 load_imm r2, 0        ; i
+//   2 load_imm r3, 1
+//   3 cmp r4, lt, r2, r1    ; head
+//   4 if r4, 5, 7
+//   5 add r2, r2, r3
+//   6 goto 3
+//   7 ret r2
+TEST(Liveness, ALoopKeepsItsCarriedRegistersLiveAroundTheBackEdge) {
+  vm::Function fn;
+  fn.num_params = 1;
+  fn.num_registers = 5;
+  using vm::Opcode;
+  fn.code = {{Opcode::LoadImm, {1, 3}},
+             {Opcode::LoadImm, {2, 0}},
+             {Opcode::LoadImm, {3, 1}},
+             {Opcode::CmpI, {4, static_cast<int64_t>(vm::CmpKind::kLt), 2, 1}},
+             {Opcode::If, {4, 5, 7}},
+             {Opcode::AddI, {2, 2, 3}},
+             {Opcode::Goto, {3}},
+             {Opcode::Ret, {2}}};
+  Liveness live(fn);
+  ASSERT_EQ(live.blocks().size(), 4u);  // [0,3) [3,5) [5,7) [7,8)
+  EXPECT_EQ(live.blocks()[1].predecessors.size(), 2u);
+  EXPECT_EQ(live.live_in(1).members(), (std::vector<uint32_t>{1, 2, 3}));
+  EXPECT_EQ(live.live_out(2).members(), (std::vector<uint32_t>{1, 2, 3}));
+  EXPECT_EQ(live.live_in(3).members(), (std::vector<uint32_t>{2}));
+  // r0 (the parameter) is never read: dead everywhere.
+  EXPECT_FALSE(live.live_in(0).test(0));
+
+  // Removing instruction 1 and doubling instruction 5 keeps the jumps on their targets.
+  std::vector<std::vector<vm::Instruction>> replacement(fn.code.size());
+  for (size_t pc = 0; pc < fn.code.size(); ++pc) replacement[pc] = {fn.code[pc]};
+  replacement[1].clear();
+  replacement[5].push_back(fn.code[5]);
+  rewrite_code(fn, replacement);
+  ASSERT_EQ(fn.code.size(), 8u);
+  EXPECT_EQ(fn.code[3].args, (std::vector<int64_t>{4, 4, 7}));  // if r4, 4, 7
+  EXPECT_EQ(fn.code[6].args, (std::vector<int64_t>{2}));         // goto 2
+}
+
+}  // namespace
+}  // namespace dynvm::compiler
