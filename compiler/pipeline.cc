@@ -156,8 +156,8 @@ vm::Executable compile_onnx(const std::string& model_path, const PipelineOptions
     typed = steps.run("fuse_ops", [&] { return fuse_ops(typed); });
     steps.dump("fuse_ops", typed.module);
   }
-  Placement placement = steps.run(
-      "place_devices", [&] { return place_devices(typed, options.kernel_device); });
+  Placement placement =
+      steps.run("place_devices", [&] { return place_devices(typed, options.kernel_device); });
   LowerOptions lower;
   lower.kernel_device = options.kernel_device;
   lower.static_shapes = options.specialize;
@@ -166,8 +166,7 @@ vm::Executable compile_onnx(const std::string& model_path, const PipelineOptions
   lower.plan_memory = options.plan_memory;
   MemoryPlanStats memory;
   lower.memory_stats = &memory;
-  vm::Executable exe =
-      steps.run("lower", [&] { return lower_module(typed, placement, lower); });
+  vm::Executable exe = steps.run("lower", [&] { return lower_module(typed, placement, lower); });
   if (options.plan_memory) steps.note("lower", memory_report(memory));
   return exe;
 }

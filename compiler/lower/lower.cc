@@ -400,20 +400,17 @@ class FunctionLowering {
     // Shape registers computed in one branch are not valid in the other or after.
     shapes_.clear_cache();
     code_[branch_at].args[1] = static_cast<int64_t>(code_.size());
-    Regs then_value =
-        copied_for_join(expr(e->operands[1], where), join ? &join->first : nullptr);
+    Regs then_value = copied_for_join(expr(e->operands[1], where), join ? &join->first : nullptr);
     Regs result = fresh_like(then_value);
     move_all(then_value, result);
     const size_t goto_at = code_.size();
     code_.push_back({vm::Opcode::Goto, {0}});
     shapes_.clear_cache();
     code_[branch_at].args[2] = static_cast<int64_t>(code_.size());
-    Regs else_value =
-        copied_for_join(expr(e->operands[2], where), join ? &join->second : nullptr);
+    Regs else_value = copied_for_join(expr(e->operands[2], where), join ? &join->second : nullptr);
     move_all(else_value, result);
     shapes_.clear_cache();
     code_[goto_at].args[0] = static_cast<int64_t>(code_.size());
-    has_branches_ = true;
     return result;
   }
 
@@ -519,8 +516,8 @@ class FunctionLowering {
     for (const Expr& p : body.params) copy_after_binding(p->var_id, values_.at(p->var_id));
     // The body's results as the loop moves them on: cond' to the host, carried' to the
     // carried registers' device, scan elements to the stacking kernel's.
-    Regs out = copied_for_join(block(body.body, where + " (loop body)"),
-                               join ? &join->second : nullptr);
+    Regs out =
+        copied_for_join(block(body.body, where + " (loop body)"), join ? &join->second : nullptr);
     DYNVM_INTERNAL_CHECK(out.is_tuple && out.regs.size() == 1 + carried.size() + scans, where,
                          ": the loop body returns ", out.regs.size(), " values");
     uint32_t next_cond = load_scalar(out.regs[0]);
@@ -534,8 +531,8 @@ class FunctionLowering {
     }
     std::vector<uint32_t> next(out.regs.begin() + 1, out.regs.begin() + 1 + carried.size());
     for (size_t k = 0; k < carried.size(); ++k) {
-      const bool other_carried = next[k] != carried[k] &&
-                                 std::find(carried.begin(), carried.end(), next[k]) != carried.end();
+      const bool other_carried =
+          next[k] != carried[k] && std::count(carried.begin(), carried.end(), next[k]) != 0;
       if (!other_carried) continue;
       uint32_t aside = next_reg_++;
       code_.push_back({vm::Opcode::Move, {aside, next[k]}});
@@ -549,7 +546,6 @@ class FunctionLowering {
     code_.push_back({vm::Opcode::Goto, {static_cast<int64_t>(head)}});
     code_[branch].args[2] = static_cast<int64_t>(code_.size());
     shapes_.clear_cache();
-    has_branches_ = true;
 
     Regs result{carried, true};
     const Type& loop_type = e.type();
@@ -695,7 +691,6 @@ class FunctionLowering {
   std::unordered_map<std::string, size_t> kernel_keys_;
   // (var_id, field, device operand) -> the register of the value's copy on that device.
   std::map<std::tuple<uint64_t, size_t, int64_t>, uint32_t> copies_;
-  bool has_branches_ = false;
 };
 
 }  // namespace

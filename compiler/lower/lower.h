@@ -3,15 +3,17 @@
 // specialized (kernels/dispatch) into one library, constants in the constant table, and
 // the signature with the module's symbolic dims. Shape work runs on the host as integer
 // bytecode (dims read from the inputs once, expressions evaluated with common
-// subexpressions shared); each kernel's outputs are allocated just before it runs, and
-// every register is freed after its last use.
+// subexpressions shared); each kernel's outputs are allocated just before it runs. Then
+// the bytecode's memory is planned (plan_memory.h: dead storages reused, static sizes in
+// arenas) and every register is freed after its last use (insert_frees.h). Where each value
+// lives (host or kernel device) and the copies between them: compiler/passes/place_devices.
 //
 //   vm::Executable exe = lower_module(infer_types_with_facts(module), options);
 //
-// What lowers today: calls with a kernel, view, alias or host binding (compiler/op/
-// binding.h), constants, tuples, and If. Loop, calls of other functions and dims that
-// stay Any in a kernel's types are refused with a UserError naming the binding (next
-// steps, compiler/README.md).
+// What lowers: calls with a kernel, view, alias or host binding (compiler/op/binding.h),
+// fused groups (primitive functions), constants, tuples, If and Loop (scan outputs
+// included). Calls of other functions and dims that stay Any in a kernel's types are
+// refused with a UserError naming the binding.
 #pragma once
 
 #include <cstdint>

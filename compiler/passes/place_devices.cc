@@ -214,7 +214,8 @@ class Placer {
   // Where both branches' results go: the device they share; else the kernel device, the
   // one side that could be read by kernels without a copy in the hot path.
   std::vector<vm::Device> joined(const Placed& a, const Placed& b, const std::string& where) {
-    DYNVM_INTERNAL_CHECK(a.fields.size() == b.fields.size(), where, ": branches of different arity");
+    DYNVM_INTERNAL_CHECK(a.fields.size() == b.fields.size(), where,
+                         ": branches of different arity");
     if (a.unreachable) return b.fields;
     if (b.unreachable) return a.fields;
     std::vector<vm::Device> out;

@@ -108,8 +108,7 @@ bool is_identity_perm(const std::vector<int64_t>& perm) {
 // definitions serve every function, If branch and Loop body.
 class Simplifier {
  public:
-  Simplifier(const TypedModule& typed, SimplifyStats& stats)
-      : facts_(typed.facts), stats_(stats) {
+  Simplifier(const TypedModule& typed, SimplifyStats& stats) : facts_(typed.facts), stats_(stats) {
     for (const DimSymbol& d : typed.module.dims) analyzer_.bind(d.var, d.min, d.max);
   }
 
@@ -209,9 +208,7 @@ class Simplifier {
 
   // ---- dims ----
 
-  Dim simplified(const Dim& d) const {
-    return d.is_any() ? d : Dim(analyzer_.simplify(d.expr()));
-  }
+  Dim simplified(const Dim& d) const { return d.is_any() ? d : Dim(analyzer_.simplify(d.expr())); }
 
   // The type with every dim in canonical form; the same handle when nothing changed (types
   // are shared between nodes, so results are cached by node).
@@ -242,7 +239,8 @@ class Simplifier {
         results.push_back(simplified(r));
         changed = changed || &*results.back() != &*r;
       }
-      if (changed) out = t.kind() == TypeKind::kTuple ? tuple_type(fields) : func_type(fields, results);
+      if (changed)
+        out = t.kind() == TypeKind::kTuple ? tuple_type(fields) : func_type(fields, results);
     }
     types_.emplace(&*t, std::make_pair(t, out));  // the key's node stays alive with it
     return out;
@@ -384,6 +382,7 @@ class Simplifier {
     const std::string& op = call->name;
     if (call->operands.size() != 2) return std::nullopt;
     const Expr &a = call->operands[0], &b = call->operands[1];
+    if (!a.type().is_tensor() || !b.type().is_tensor()) return std::nullopt;
     // Float x + c is exact only for c = -0.0; integers have one zero.
     auto add_neutral = [&](const Expr& c, const Expr& x) {
       vm::Tensor t = constant_of(c);
@@ -397,13 +396,17 @@ class Simplifier {
     };
     std::optional<Expr> x;
     if (op == "Add") {
-      if (add_neutral(b, a)) x = a;
-      else if (add_neutral(a, b)) x = b;
+      if (add_neutral(b, a))
+        x = a;
+      else if (add_neutral(a, b))
+        x = b;
     } else if (op == "Sub") {
       if (is(b, a, Neutral::kPlusZero)) x = a;  // -0 - +0 is -0
     } else if (op == "Mul") {
-      if (is(b, a, Neutral::kOne)) x = a;
-      else if (is(a, b, Neutral::kOne)) x = b;
+      if (is(b, a, Neutral::kOne))
+        x = a;
+      else if (is(a, b, Neutral::kOne))
+        x = b;
     } else if (op == "Div") {
       if (is(b, a, Neutral::kOne)) x = a;
     }
@@ -441,8 +444,7 @@ class Simplifier {
       return std::nullopt;
     }
     ++stats_.reshapes_merged;
-    return make_call("Reshape", {(*def)->operands[0], call->operands[1]}, call->attrs,
-                     call.type());
+    return make_call("Reshape", {(*def)->operands[0], call->operands[1]}, call->attrs, call.type());
   }
 
   // Transpose(Transpose(x, p), q): output axis k is the inner's axis q[k], x's p[q[k]].

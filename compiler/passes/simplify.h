@@ -43,8 +43,7 @@ struct SimplifyStats {
   size_t dims_simplified = 0;    // distinct types and known values whose dims changed form
 
   size_t calls_rewritten() const {
-    return identities + noop_moves + arithmetic + view_chains + reshapes_merged +
-           transposes_merged;
+    return identities + noop_moves + arithmetic + view_chains + reshapes_merged + transposes_merged;
   }
 };
 

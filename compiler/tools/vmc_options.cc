@@ -51,8 +51,8 @@ options:
   --no-fuse              compile every operator as its own kernel (to measure fusion)
   --no-plan-memory       allocate every kernel output on its own (to measure planning)
   --dump-ir after:STEP   print the IR after a step: import, static, version_entry,
-                         expand_recurrent, infer_types, fold_constants, dce, fuse_ops,
-                         all
+                         expand_recurrent, infer_types, simplify, fold_constants, dce,
+                         fuse_ops, all
   --time-passes          print how long each step took
   -q, --quiet            no progress display
   -h, --help             this text

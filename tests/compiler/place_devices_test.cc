@@ -143,7 +143,8 @@ vm::Tensor vector_of(std::vector<float> values, std::vector<int64_t> shape) {
 }
 
 std::vector<vm::Value> run_on_cpu(const char* text, std::vector<vm::Value> inputs) {
-  vm::VirtualMachine machine(vm::Program::load(lower_module(infer_types_with_facts(parse_module(text)))));
+  vm::VirtualMachine machine(
+      vm::Program::load(lower_module(infer_types_with_facts(parse_module(text)))));
   return machine.run(inputs);
 }
 
@@ -189,10 +190,10 @@ TEST(PlaceDevices, AnIfOnAKernelsValueCopiesTheConditionToTheHost) {
   EXPECT_EQ(p.device("sum"), kCuda);
   EXPECT_EQ(p.device("c"), kCuda);
   EXPECT_EQ(p.copies("c"), std::vector<vm::Device>{vm::kCpu});  // for LoadScalar
-  EXPECT_EQ(p.copies("x"), std::vector<vm::Device>{kCuda});     // read by three kernels, copied once
+  EXPECT_EQ(p.copies("x"), std::vector<vm::Device>{kCuda});  // read by three kernels, copied once
   EXPECT_EQ(p.device("r"), kCuda);  // both branches are kernels: no copy at the join
-  const JoinCopies* join = p.placement.join(first_of(p.typed.module.find_function("main")->body,
-                                                     ExprKind::kIf));
+  const JoinCopies* join =
+      p.placement.join(first_of(p.typed.module.find_function("main")->body, ExprKind::kIf));
   ASSERT_NE(join, nullptr);
   EXPECT_FALSE(join->first.at(0).has_value());
   EXPECT_FALSE(join->second.at(0).has_value());
@@ -206,13 +207,13 @@ TEST(PlaceDevices, ALoopCarriesOnTheDeviceAndReadsItsTripCountOnTheHost) {
   EXPECT_EQ(p.device("i"), vm::kCpu);  // made on the host each iteration
   EXPECT_EQ(p.device("l", 0), kCuda);
   EXPECT_EQ(p.device("l", 1), kCuda);  // stacked by a kernel
-  const JoinCopies* join = p.placement.join(first_of(p.typed.module.find_function("main")->body,
-                                                     ExprKind::kLoop));
+  const JoinCopies* join =
+      p.placement.join(first_of(p.typed.module.find_function("main")->body, ExprKind::kLoop));
   ASSERT_NE(join, nullptr);
   ASSERT_EQ(join->first.size(), 1u);
   EXPECT_EQ(join->first[0], std::optional<vm::Device>(kCuda));  // x, the initial acc
-  ASSERT_EQ(join->second.size(), 3u);                            // cond', acc', scan
-  EXPECT_FALSE(join->second[0].has_value());                     // %go is a host tensor
+  ASSERT_EQ(join->second.size(), 3u);                           // cond', acc', scan
+  EXPECT_FALSE(join->second[0].has_value());                    // %go is a host tensor
   EXPECT_FALSE(join->second[1].has_value());
   EXPECT_FALSE(join->second[2].has_value());
 }
@@ -227,7 +228,8 @@ TEST(PlaceDevices, TheCpuNeedsNoCopies) {
   }
   // Host decisions do not depend on the kernel device.
   TypedModule typed = infer_types_with_facts(parse_module(kShapeChain));
-  EXPECT_EQ(place_devices(typed, vm::kCpu).host_computed, place_devices(typed, kCuda).host_computed);
+  EXPECT_EQ(place_devices(typed, vm::kCpu).host_computed,
+            place_devices(typed, kCuda).host_computed);
   EXPECT_EQ(place_devices(typed, kCuda).host_computed.size(), 3u);
 }
 

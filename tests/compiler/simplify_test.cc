@@ -204,7 +204,8 @@ fn @main(%x: f32[n * 2 - n, 3 + 1]) -> f32[n + 0, 4] {
 })");
   const Expr& x = typed.module.functions[0]->params[0];
   const arith::Var n = typed.module.dims[0].var;
-  typed.facts[x->var_id] = ValueFacts{x.type(), std::vector<Dim>{Dim(arith::Expr(n) * 3 - n * 2)}, {}};
+  typed.facts[x->var_id] =
+      ValueFacts{x.type(), std::vector<Dim>{Dim(arith::Expr(n) * 3 - n * 2)}, {}};
   SimplifyStats stats;
   TypedModule t = simplify(typed, &stats);
   const Function& f = *t.module.functions[0];

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <iterator>
 #include <memory>
@@ -19,6 +20,7 @@
 #include <optional>
 
 #include "serializer/vmexe.h"
+#include "vm/allocator.h"
 #include "vm/disassembler.h"
 #include "vm/error.h"
 #include "vm/executor.h"
@@ -87,6 +89,7 @@ int run(int argc, const char* const* argv) {
   // The first run is also the warm-up of --repeat; its outputs are the ones reported.
   // --profile covers the timed runs, or this one when there are none.
   executor->set_profiling(opts.profile && opts.repeat == 0);
+  const vm::PoolStats pool_before = vm::device_allocator(vm::kCpu).stats();
   std::vector<vm::Value> results = executor->run(inputs);
   executor->set_profiling(opts.profile);
   if (opts.repeat > 0) {
@@ -102,7 +105,17 @@ int run(int argc, const char* const* argv) {
               << (executor->num_threads() == 1 ? "" : "s")
               << (opts.sync ? ", sync executor" : ", tbb executor") << "]\n";
   }
-  if (opts.profile) executor->profile().report(std::cout, program->exe());
+  if (opts.profile) {
+    executor->profile().report(std::cout, program->exe());
+    // What the runs asked of the CPU memory pool (memory planning shows up here).
+    const vm::PoolStats pool = vm::device_allocator(vm::kCpu).stats();
+    const uint64_t runs = static_cast<uint64_t>(opts.repeat) + 1;  // the first run too
+    const uint64_t requests = pool.device_allocs + pool.reuses - pool_before.device_allocs -
+                              pool_before.reuses;
+    std::cout << "memory: " << requests / runs
+              << " allocations per run, pool peak " << std::fixed << std::setprecision(1)
+              << static_cast<double>(pool.peak_bytes) / (1 << 20) << " MiB\n";
+  }
 
   std::vector<NamedOutput> outputs = collect_outputs(program->exe(), results);
   if (!opts.output_dir.empty()) {
