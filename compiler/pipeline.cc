@@ -105,10 +105,9 @@ std::string simplify_report(const SimplifyStats& s) {
 }
 
 std::string memory_report(const MemoryPlanStats& s) {
-  return str_cat("memory plan: ", s.storages, " allocations, ", s.reused,
-                 " reuse a dead storage, ", s.in_arenas, " in ", s.arenas, " arenas (",
-                 s.arena_bytes, " bytes for ", s.static_bytes, "), ", s.removed,
-                 " size instructions removed");
+  return str_cat("memory plan: ", s.storages, " allocations, ", s.reused, " reuse a dead storage, ",
+                 s.in_arenas, " in ", s.arenas, " arenas (", s.arena_bytes, " bytes for ",
+                 s.static_bytes, "), ", s.removed, " size instructions removed");
 }
 
 // The import options with each versioned dim's range spanning its values.
@@ -158,6 +157,9 @@ vm::Executable compile_onnx(const std::string& model_path, const PipelineOptions
   }
   Placement placement =
       steps.run("place_devices", [&] { return place_devices(typed, options.kernel_device); });
+  steps.note("place_devices",
+             str_cat(placement.host_computed.size(), " values computed on the host, ",
+                     placement.num_copies(), " copies between devices"));
   LowerOptions lower;
   lower.kernel_device = options.kernel_device;
   lower.static_shapes = options.specialize;

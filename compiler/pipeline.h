@@ -4,10 +4,11 @@
 //   infer_types -> simplify (identities bypassed, data-movement chains shortened, dims in
 //   canonical form) -> fold_constants -> dce -> fuse_ops (epilogue fusion) ->
 //   place_devices (shape work on the host, kernels on the kernel device, copies) -> lower
-//   (bytecode, kernels generated and specialized) -> a vm::Executable ready for the
-//   serializer.
+//   (bytecode; memory planned: dead storages reused, static sizes in arenas; frees at last
+//   use; kernels generated and specialized) -> a vm::Executable ready for the serializer.
 // `dump_after` prints the IR after a step (kPipelineSteps, or "all");
-// `time_passes` prints each step's wall time (and what simplify rewrote). Both go to `log`.
+// `time_passes` prints each step's wall time and what simplify, place_devices and the
+// memory plan did. Both go to `log`.
 #pragma once
 
 #include <cstdint>
@@ -24,9 +25,9 @@
 namespace dynvm::compiler {
 
 // The steps `dump_after` may name (besides "all"), in order.
-inline constexpr const char* kPipelineSteps[] = {
-    "import",   "static",         "version_entry", "expand_recurrent", "infer_types",
-    "simplify", "fold_constants", "dce",           "fuse_ops"};
+inline constexpr const char* kPipelineSteps[] = {"import",           "static",      "version_entry",
+                                                 "expand_recurrent", "infer_types", "simplify",
+                                                 "fold_constants",   "dce",         "fuse_ops"};
 
 struct PipelineOptions {
   frontends::onnx_import::ImportOptions import;  // --dim ranges

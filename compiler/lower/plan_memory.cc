@@ -17,6 +17,22 @@ namespace {
 
 using vm::Opcode;
 
+// AddI .. MaxI: integer arithmetic on two registers.
+bool integer_binary(Opcode op) {
+  switch (op) {
+    case Opcode::AddI:
+    case Opcode::SubI:
+    case Opcode::MulI:
+    case Opcode::DivI:
+    case Opcode::ModI:
+    case Opcode::MinI:
+    case Opcode::MaxI:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // How often each register is written in the whole function.
 std::vector<size_t> write_counts(const vm::Function& fn, size_t num_registers) {
   std::vector<size_t> count(num_registers, 0);
@@ -43,7 +59,7 @@ class IntValues {
         value = input_dim(fn, inputs, static_cast<size_t>(a[1]), a[2]);
       } else if (ins.op == Opcode::Move) {
         value = of(a[1]);
-      } else if (binary(ins.op)) {
+      } else if (integer_binary(ins.op)) {
         value = combine(ins.op, of(a[1]), of(a[2]));
       } else {
         continue;
@@ -66,21 +82,6 @@ class IntValues {
   }
 
  private:
-  static bool binary(Opcode op) {
-    switch (op) {
-      case Opcode::AddI:
-      case Opcode::SubI:
-      case Opcode::MulI:
-      case Opcode::DivI:
-      case Opcode::ModI:
-      case Opcode::MinI:
-      case Opcode::MaxI:
-        return true;
-      default:
-        return false;
-    }
-  }
-
   static arith::Expr combine(Opcode op, const arith::Expr& x, const arith::Expr& y) {
     if (!x.defined() || !y.defined()) return {};
     switch (op) {
@@ -127,11 +128,11 @@ struct Storage {
   size_t pc = 0;
   uint32_t reg = 0;
   int64_t device = 0;
-  arith::Expr size;             // undefined: not known as an expression
+  arith::Expr size;  // undefined: not known as an expression
   size_t block = 0;
-  size_t end = 0;               // last instruction of the block that reads one of its tensors
-  bool escapes = false;         // one of its tensors is live when the block ends
-  bool zero_offset_only = true; // read only by alloc_tensor at offset 0 in its block
+  size_t end = 0;                // last instruction of the block that reads one of its tensors
+  bool escapes = false;          // one of its tensors is live when the block ends
+  bool zero_offset_only = true;  // read only by alloc_tensor at offset 0 in its block
   std::vector<size_t> tensor_pcs;
 };
 
@@ -157,6 +158,7 @@ std::vector<std::vector<uint32_t>> may_reference(const vm::Function& fn,
   for (bool changed = true; changed;) {
     changed = false;
     for (const vm::Instruction& ins : fn.code) {
+      if (integer_binary(ins.op)) continue;  // integers reference nothing
       switch (ins.op) {
         // Values that hold no reference to a storage: integers, shapes, constants, fresh
         // host tensors, copies to another device.
@@ -165,13 +167,6 @@ std::vector<std::vector<uint32_t>> may_reference(const vm::Function& fn,
         case Opcode::AllocStorage:
         case Opcode::ShapeOf:
         case Opcode::Dim:
-        case Opcode::AddI:
-        case Opcode::SubI:
-        case Opcode::MulI:
-        case Opcode::DivI:
-        case Opcode::ModI:
-        case Opcode::MinI:
-        case Opcode::MaxI:
         case Opcode::CmpI:
         case Opcode::MakeShape:
         case Opcode::LoadScalar:
@@ -215,7 +210,8 @@ int64_t pack_arena(std::vector<ArenaItem>& items) {
     ArenaItem& item = items[k];
     std::vector<const ArenaItem*> overlapping;
     for (size_t p : placed) {
-      if (items[p].start <= item.end && item.start <= items[p].end) overlapping.push_back(&items[p]);
+      if (items[p].start <= item.end && item.start <= items[p].end)
+        overlapping.push_back(&items[p]);
     }
     std::sort(overlapping.begin(), overlapping.end(),
               [](const ArenaItem* a, const ArenaItem* b) { return a->offset < b->offset; });
@@ -284,8 +280,7 @@ class MemoryPlanner {
         if (storage_of_reg[r] < 0) continue;
         Storage& s = storages_[static_cast<size_t>(storage_of_reg[r])];
         bool plain = ins.op == Opcode::AllocTensor && ins.args[1] == r &&
-                     ints_.constant(ins.args[2]) == 0 && live_.block_of(pc) == s.block &&
-                     pc > s.pc;
+                     ints_.constant(ins.args[2]) == 0 && live_.block_of(pc) == s.block && pc > s.pc;
         if (plain) {
           s.tensor_pcs.push_back(pc);
         } else {
@@ -343,8 +338,9 @@ class MemoryPlanner {
       for (uint32_t s : members) {
         const Storage& st = storages_[s];
         int64_t bytes = ints_.analyzer().simplify(st.size).int_value();
-        items.push_back({st.pc, st.end, round_up(std::max<int64_t>(bytes, 1),
-                                                 static_cast<int64_t>(vm::kTensorAlignment))});
+        items.push_back(
+            {st.pc, st.end,
+             round_up(std::max<int64_t>(bytes, 1), static_cast<int64_t>(vm::kTensorAlignment))});
       }
       int64_t total = pack_arena(items);
       uint32_t size_reg = next_reg_++, arena = next_reg_++;
@@ -447,20 +443,11 @@ class MemoryPlanner {
     }
   }
 
+  // DivI and ModI can fail (by zero) and Dim checks a rank: they stay.
   static bool pure_integer(Opcode op) {
-    switch (op) {
-      case Opcode::LoadImm:
-      case Opcode::AddI:
-      case Opcode::SubI:
-      case Opcode::MulI:
-      case Opcode::MinI:
-      case Opcode::MaxI:
-      case Opcode::CmpI:
-      case Opcode::MakeShape:
-        return true;
-      default:
-        return false;  // DivI and ModI can fail (by zero); Dim checks a rank
-    }
+    if (op == Opcode::DivI || op == Opcode::ModI) return false;
+    return integer_binary(op) || op == Opcode::LoadImm || op == Opcode::CmpI ||
+           op == Opcode::MakeShape;
   }
 
   vm::Function& fn_;

@@ -29,13 +29,13 @@
 namespace dynvm::compiler {
 
 struct MemoryPlanStats {
-  size_t storages = 0;        // alloc_storage instructions before planning
-  size_t reused = 0;          // became a move of a dead storage (2.)
-  size_t arenas = 0;          // arenas created (1.)
-  size_t in_arenas = 0;       // storages placed in an arena
-  int64_t static_bytes = 0;   // their sizes added up
-  int64_t arena_bytes = 0;    // the arenas' sizes added up (<= static_bytes)
-  size_t removed = 0;         // dead integer instructions removed (3.)
+  size_t storages = 0;       // alloc_storage instructions before planning
+  size_t reused = 0;         // became a move of a dead storage (2.)
+  size_t arenas = 0;         // arenas created (1.)
+  size_t in_arenas = 0;      // storages placed in an arena
+  int64_t static_bytes = 0;  // their sizes added up
+  int64_t arena_bytes = 0;   // the arenas' sizes added up (<= static_bytes)
+  size_t removed = 0;        // dead integer instructions removed (3.)
 };
 
 // `inputs`: the function's parameter signature (exe.inputs for the entry), whose dim

@@ -3,6 +3,9 @@
 // elementwise output.
 #include "kernels/ops/norm.h"
 
+#include <functional>
+
+#include "kernels/arith/simplify.h"
 #include "kernels/ops/elementwise.h"
 #include "kernels/ops/reduce.h"
 #include "kernels/ops/schedules.h"
@@ -59,11 +62,80 @@ RowGeometry row_geometry(const TensorType& x, const std::vector<size_t>& axes) {
   return g;
 }
 
+// A reduction over the last axis of a row (`length` elements, the row's other indices
+// `kept`), computed in `lanes` parallel partial results so that the generated loop is a
+// vector loop: partial[kept..., v] reduces element c * lanes + v over the whole chunks c,
+// with v innermost and vectorized; the lanes and the tail (the last length % lanes
+// elements) are then reduced by two short scalar loops and combined. Nothing is read
+// out of bounds and no element is guarded, so the chunk loop has no selects. `element`
+// gives the value to reduce at a row position; the stages to schedule are appended to
+// `stages` (partial first), the result (over `kept_shape`) is returned.
+struct LaneStages {
+  std::vector<te::TensorRef> partials;  // vectorized over their last axis
+  std::vector<te::TensorRef> scalars;   // reductions and combinations over kept_shape
+};
+
+te::TensorRef lane_reduce(
+    const std::string& name, bool is_max, const std::vector<arith::Expr>& kept_shape,
+    const arith::Expr& length, int64_t lanes,
+    const std::function<Expr(const te::Indices&, const arith::Expr&)>& element,
+    LaneStages* stages) {
+  auto reduce = [&](Expr value, std::vector<te::IterVar> r) {
+    return is_max ? te::max_reduce(std::move(value), std::move(r))
+                  : te::sum(std::move(value), std::move(r));
+  };
+  const arith::Expr v = arith::make_int(lanes);
+  const arith::Expr chunks = arith::simplify(arith::floordiv(length, v));
+  const arith::Expr tail_start = arith::simplify(chunks * v);
+  std::vector<arith::Expr> partial_shape = kept_shape;
+  partial_shape.push_back(v);
+  te::TensorRef partial = te::compute(name + "Lanes", partial_shape, [&](const te::Indices& i) {
+    te::IterVar c = te::reduce_axis(chunks, "c");
+    te::Indices kept(i.begin(), i.end() - 1);
+    return reduce(element(kept, arith::Expr(c.var) * v + arith::Expr(i.back())), {c});
+  });
+  auto kept_of = [](const te::Indices& i) { return std::vector<arith::Expr>(i.begin(), i.end()); };
+  te::TensorRef across = te::compute(name + "Across", kept_shape, [&](const te::Indices& i) {
+    te::IterVar l = te::reduce_axis(v, "l");
+    std::vector<arith::Expr> idx = kept_of(i);
+    idx.push_back(l.var);
+    return reduce(te::read(partial, idx), {l});
+  });
+  te::TensorRef tail = te::compute(name + "Tail", kept_shape, [&](const te::Indices& i) {
+    te::IterVar t = te::reduce_axis(arith::simplify(length - tail_start), "t");
+    return reduce(element(i, tail_start + arith::Expr(t.var)), {t});
+  });
+  te::TensorRef result = te::compute(name, kept_shape, [&](const te::Indices& i) {
+    Expr a = te::read(across, kept_of(i)), b = te::read(tail, kept_of(i));
+    return is_max ? tir::max(a, b) : a + b;
+  });
+  stages->partials.push_back(partial);
+  stages->scalars.insert(stages->scalars.end(), {across, tail});
+  return result;
+}
+
 // The injective template's knobs plus the reduction template's unroll.
 std::vector<KnobSpec> norm_knobs(const std::vector<arith::Expr>& shape) {
   std::vector<KnobSpec> knobs = injective_knobs(shape);
   knobs.push_back(reduction_knobs(shape).back());
   return knobs;
+}
+
+// A lane_reduce partial stage: the chunk loop outside, the lanes inside as one vector.
+void schedule_lanes(te::Schedule& s, const te::TensorRef& partial, bool parallel) {
+  te::Stage& stage = s[partial];
+  const size_t rank = stage.num_axes();
+  const te::IterVarRef lane = stage.axis(rank - 1);
+  std::vector<te::IterVarRef> order;
+  for (size_t d = 0; d + 1 < rank; ++d) order.push_back(stage.axis(d));
+  order.push_back(stage.reduce_axis(0));
+  order.push_back(lane);
+  stage.reorder(order);
+  stage.vectorize(lane);
+  if (!parallel || rank < 2) return;
+  te::IterVarRef fused = stage.axis(0);
+  for (size_t d = 1; d + 1 < rank; ++d) fused = stage.fuse(fused, stage.axis(d));
+  stage.parallel(fused);
 }
 
 std::function<te::Schedule(const KnobValues&)> norm_schedule(std::vector<KnobSpec> specs,
@@ -79,9 +151,60 @@ std::function<te::Schedule(const KnobValues&)> norm_schedule(std::vector<KnobSpe
   };
 }
 
+// Softmax over the last (contiguous) axis with vectorized reductions (lane_reduce): the
+// max and the sum of exponentials each run as a vector loop over the row.
+OpInstance softmax_last_axis(bool log, const TensorType& x) {
+  const size_t last = x.shape.size() - 1;
+  RowGeometry g = row_geometry(x, {last});
+  const arith::Expr length = x.shape[last];
+  te::TensorRef in = te::placeholder("X", x.shape, x.dtype);
+  auto at = [&](const te::Indices& kept, const arith::Expr& pos) {
+    std::vector<arith::Expr> idx(kept.begin(), kept.end());
+    idx[last] = pos;
+    return te::read(in, idx);
+  };
+  // The lane count is fixed here, not a knob: the partial stages must exist before the
+  // schedule runs. 16 f32 lanes fill a 512-bit vector and split into two 256-bit ones.
+  const int64_t lanes = 16;
+  LaneStages stages;
+  te::TensorRef m = lane_reduce("M", true, g.kept_shape, length, lanes, at, &stages);
+  te::TensorRef s = lane_reduce(
+      "S", false, g.kept_shape, length, lanes,
+      [&](const te::Indices& kept, const arith::Expr& pos) {
+        std::vector<arith::Expr> k(kept.begin(), kept.end());
+        return tir::call(Intrinsic::kExp, at(kept, pos) - te::read(m, k));
+      },
+      &stages);
+  te::TensorRef out = te::compute("Y", x.shape, [&](const te::Indices& i) {
+    std::vector<arith::Expr> idx(i.begin(), i.end());
+    Expr shifted = te::read(in, idx) - te::read(m, g.kept_indices(i));
+    Expr sum = te::read(s, g.kept_indices(i));
+    if (log) return shifted - tir::call(Intrinsic::kLog, sum);
+    return tir::call(Intrinsic::kExp, shifted) / sum;
+  });
+  OpInstance op;
+  op.name = std::string(log ? "log_softmax_" : "softmax_") + dtype_suffix(x.dtype);
+  op.inputs = {in};
+  op.outputs = {out};
+  op.knobs = norm_knobs(x.shape);
+  op.schedule = [specs = op.knobs, out, stages, m, s](const KnobValues& knobs) {
+    te::Schedule sch = te::create_schedule({out});
+    bool parallel = knob_value(specs, knobs, "parallel") != 0;
+    for (const te::TensorRef& p : stages.partials) schedule_lanes(sch, p, parallel);
+    for (const te::TensorRef& t : stages.scalars) schedule_reduction(sch, t, parallel);
+    for (const te::TensorRef& t : {m, s}) schedule_injective(sch, t, 1, parallel);
+    schedule_injective(sch, out, knob_value(specs, knobs, "vector_width"), parallel);
+    return sch;
+  };
+  op.preferred_multiples = last_dim_multiple(x.shape, 8);
+  return op;
+}
+
 OpInstance softmax_like(bool log, const TensorType& x, int64_t axis) {
   if (!vm::is_floating(x.dtype)) user_error("softmax needs a floating-point input");
-  RowGeometry g = row_geometry(x, normalize_axes({axis}, x.shape.size()));
+  const std::vector<size_t> axes = normalize_axes({axis}, x.shape.size());
+  if (axes.size() == 1 && axes[0] + 1 == x.shape.size()) return softmax_last_axis(log, x);
+  RowGeometry g = row_geometry(x, axes);
   te::TensorRef in = te::placeholder("X", x.shape, x.dtype);
   te::TensorRef m = te::compute("M", g.kept_shape, [&](const te::Indices& i) {
     std::vector<te::IterVar> r = g.axes(x);

@@ -169,14 +169,11 @@ TEST(Liveness, ALoopKeepsItsCarriedRegistersLiveAroundTheBackEdge) {
   fn.num_params = 1;
   fn.num_registers = 5;
   using vm::Opcode;
-  fn.code = {{Opcode::LoadImm, {1, 3}},
-             {Opcode::LoadImm, {2, 0}},
-             {Opcode::LoadImm, {3, 1}},
-             {Opcode::CmpI, {4, static_cast<int64_t>(vm::CmpKind::kLt), 2, 1}},
-             {Opcode::If, {4, 5, 7}},
-             {Opcode::AddI, {2, 2, 3}},
-             {Opcode::Goto, {3}},
-             {Opcode::Ret, {2}}};
+  fn.code = {
+      {Opcode::LoadImm, {1, 3}}, {Opcode::LoadImm, {2, 0}},
+      {Opcode::LoadImm, {3, 1}}, {Opcode::CmpI, {4, static_cast<int64_t>(vm::CmpKind::kLt), 2, 1}},
+      {Opcode::If, {4, 5, 7}},   {Opcode::AddI, {2, 2, 3}},
+      {Opcode::Goto, {3}},       {Opcode::Ret, {2}}};
   Liveness live(fn);
   ASSERT_EQ(live.blocks().size(), 4u);  // [0,3) [3,5) [5,7) [7,8)
   EXPECT_EQ(live.blocks()[1].predecessors.size(), 2u);
@@ -194,7 +191,7 @@ TEST(Liveness, ALoopKeepsItsCarriedRegistersLiveAroundTheBackEdge) {
   rewrite_code(fn, replacement);
   ASSERT_EQ(fn.code.size(), 8u);
   EXPECT_EQ(fn.code[3].args, (std::vector<int64_t>{4, 4, 7}));  // if r4, 4, 7
-  EXPECT_EQ(fn.code[6].args, (std::vector<int64_t>{2}));         // goto 2
+  EXPECT_EQ(fn.code[6].args, (std::vector<int64_t>{2}));        // goto 2
 }
 
 }  // namespace

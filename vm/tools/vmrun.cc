@@ -110,11 +110,11 @@ int run(int argc, const char* const* argv) {
     // What the runs asked of the CPU memory pool (memory planning shows up here).
     const vm::PoolStats pool = vm::device_allocator(vm::kCpu).stats();
     const uint64_t runs = static_cast<uint64_t>(opts.repeat) + 1;  // the first run too
-    const uint64_t requests = pool.device_allocs + pool.reuses - pool_before.device_allocs -
-                              pool_before.reuses;
-    std::cout << "memory: " << requests / runs
-              << " allocations per run, pool peak " << std::fixed << std::setprecision(1)
-              << static_cast<double>(pool.peak_bytes) / (1 << 20) << " MiB\n";
+    const uint64_t requests =
+        pool.device_allocs + pool.reuses - pool_before.device_allocs - pool_before.reuses;
+    std::cout << "memory: " << requests / runs << " allocations per run, pool peak " << std::fixed
+              << std::setprecision(1) << static_cast<double>(pool.peak_bytes) / (1 << 20)
+              << " MiB\n";
   }
 
   std::vector<NamedOutput> outputs = collect_outputs(program->exe(), results);
