@@ -166,10 +166,12 @@ vm::Executable compile_onnx(const std::string& model_path, const PipelineOptions
   lower.progress = options.progress;
   lower.producer = options.producer;
   lower.plan_memory = options.plan_memory;
-  MemoryPlanStats memory;
-  lower.memory_stats = &memory;
+  LowerStats lowered;
+  lower.stats = &lowered;
   vm::Executable exe = steps.run("lower", [&] { return lower_module(typed, placement, lower); });
-  if (options.plan_memory) steps.note("lower", memory_report(memory));
+  if (options.plan_memory) steps.note("lower", memory_report(lowered.memory));
+  steps.note("lower", str_cat(lowered.frees.frees, " frees; ", lowered.registers.before,
+                              " values in ", lowered.registers.after, " registers"));
   return exe;
 }
 

@@ -10,8 +10,6 @@
 
 #include "compiler/ir/printer.h"
 #include "compiler/lower/fused_kernel.h"
-#include "compiler/lower/insert_frees.h"
-#include "compiler/lower/plan_memory.h"
 #include "compiler/lower/shape_code.h"
 #include "compiler/op/binding.h"
 #include "kernels/arith/printer.h"
@@ -743,9 +741,14 @@ vm::Executable lower_module(const TypedModule& typed, const Placement& placement
   exe.functions.push_back(lowering.lower(*entry));
   exe.entry = 0;
   for (const Expr& p : entry->params) exe.inputs.push_back(spec_of(p->name, p.type(), m));
-  // Storage reuse and arenas (plan_memory.h), then a Free after each register's last use.
-  if (options.plan_memory) plan_memory(exe.functions[0], exe.inputs, options.memory_stats);
-  insert_frees(exe.functions[0]);
+  // Storage reuse and arenas (plan_memory.h), a Free after each register's last use
+  // (insert_frees.h), then values that are never alive together share a register
+  // (allocate_registers.h).
+  LowerStats stats;
+  if (options.plan_memory) plan_memory(exe.functions[0], exe.inputs, &stats.memory);
+  insert_frees(exe.functions[0], &stats.frees);
+  allocate_registers(exe.functions[0], &stats.registers);
+  if (options.stats != nullptr) *options.stats = stats;
   const Type& result = entry->result_type;
   auto output_name = [&](size_t k) {
     return k < entry->result_names.size() ? entry->result_names[k] : "output_" + std::to_string(k);

@@ -5,7 +5,8 @@
 // bytecode (dims read from the inputs once, expressions evaluated with common
 // subexpressions shared); each kernel's outputs are allocated just before it runs. Then
 // the bytecode's memory is planned (plan_memory.h: dead storages reused, static sizes in
-// arenas) and every register is freed after its last use (insert_frees.h). Where each value
+// arenas), every register is freed after its last use (insert_frees.h), and values never
+// alive together share a register (allocate_registers.h). Where each value
 // lives (host or kernel device) and the copies between them: compiler/passes/place_devices.
 //
 //   vm::Executable exe = lower_module(infer_types_with_facts(module), options);
@@ -22,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "compiler/lower/allocate_registers.h"
+#include "compiler/lower/insert_frees.h"
 #include "compiler/lower/plan_memory.h"
 #include "compiler/passes/infer_types.h"
 #include "compiler/passes/place_devices.h"
@@ -29,6 +32,13 @@
 #include "vm/executable.h"
 
 namespace dynvm::compiler {
+
+// What the steps after bytecode emission did to the entry function.
+struct LowerStats {
+  MemoryPlanStats memory;
+  FreeStats frees;
+  RegisterStats registers;
+};
 
 struct LowerOptions {
   codegen::Target target = codegen::Target::host();
@@ -42,7 +52,7 @@ struct LowerOptions {
   // Storage reuse by liveness and one arena per block for static sizes (plan_memory.h);
   // vmc --no-plan-memory turns it off, to measure what it saves.
   bool plan_memory = true;
-  MemoryPlanStats* memory_stats = nullptr;  // filled when given (vmc --time-passes)
+  LowerStats* stats = nullptr;  // filled when given (vmc --time-passes)
   // Kernel compilation progress: (done, total, what).
   std::function<void(size_t, size_t, const std::string&)> progress;
 };

@@ -1,7 +1,8 @@
-// Memory planning (compiler/lower/plan_memory.h) and the liveness under it: how many
-// allocations a lowered function keeps, which storages it shares, and that the planned
-// executables still compute the right values (references computed here with <cmath>,
-// not by dynvm's kernels).
+// Memory planning (compiler/lower/plan_memory.h), the liveness under it and register
+// allocation (allocate_registers.h) after it: how many allocations and registers a
+// lowered function keeps, which storages it shares, and that the planned executables
+// still compute the right values (references computed here with <cmath> or by hand, not
+// by dynvm's kernels).
 #include "compiler/lower/plan_memory.h"
 
 #include <gtest/gtest.h>
@@ -12,8 +13,11 @@
 #include <string>
 
 #include "compiler/ir/parser.h"
+#include "compiler/lower/allocate_registers.h"
+#include "compiler/lower/insert_frees.h"
 #include "compiler/lower/liveness.h"
 #include "compiler/lower/lower.h"
+#include "vm/assembler.h"
 #include "vm/disassembler.h"
 #include "vm/interpreter.h"
 #include "vm/program.h"
@@ -68,8 +72,10 @@ Lowered lower_text(const char* text, bool plan) {
   LowerOptions options;
   options.plan_memory = plan;
   Lowered out;
-  options.memory_stats = &out.stats;
+  LowerStats stats;
+  options.stats = &stats;
   out.exe = lower_module(infer_types_with_facts(parse_module(text)), options);
+  out.stats = stats.memory;
   return out;
 }
 
@@ -278,6 +284,61 @@ TEST(Liveness, ALoopKeepsItsCarriedRegistersLiveAroundTheBackEdge) {
   ASSERT_EQ(fn.code.size(), 8u);
   EXPECT_EQ(fn.code[3].args, (std::vector<int64_t>{4, 4, 7}));  // if r4, 4, 7
   EXPECT_EQ(fn.code[6].args, (std::vector<int64_t>{2}));        // goto 2
+}
+
+}  // namespace
+}  // namespace dynvm::compiler
+
+namespace dynvm::compiler {
+namespace {
+
+// Register allocation on a hand-written program with a loop: the values that never live
+// together share slots, the loop-carried ones keep theirs, and the VM computes the same
+// shape, [3 * 4 + 5 + 3, 3] = [20, 3], from the renumbered code.
+TEST(AllocateRegisters, ValuesNeverAliveTogetherShareASlot) {
+  vm::Executable exe = vm::assemble(R"(
+.output y i64 [2]
+.func main params=0
+    load_imm     r0, 3
+    load_imm     r1, 4
+    mul          r2, r0, r1
+    load_imm     r3, 5
+    add          r4, r2, r3
+    load_imm     r5, 0
+    load_imm     r6, 1
+L7: cmp          r7, lt, r5, r0
+    if           r7, L9, L12
+L9: add          r4, r4, r6
+    add          r5, r5, r6
+    goto         L7
+L12: make_shape  r8, r4, r0
+    shape_tensor r9, r8, 1, i64
+    ret          r9
+.end
+)");
+  vm::Function& fn = exe.functions[0];
+  insert_frees(fn);
+  RegisterStats stats;
+  allocate_registers(fn, &stats);
+  EXPECT_EQ(stats.before, 10u);
+  // At most r0, r4, r5, r6 and r7 are alive at once (in the loop).
+  EXPECT_LE(stats.after, 6u) << vm::disassemble(exe);
+  EXPECT_EQ(fn.num_registers, stats.after);
+
+  vm::VirtualMachine machine(vm::Program::load(std::move(exe)));
+  const vm::Tensor y = machine.run({}).at(0).as_tensor();
+  ASSERT_EQ(y.numel(), 2);
+  EXPECT_EQ(y.data_as<int64_t>()[0], 20);
+  EXPECT_EQ(y.data_as<int64_t>()[1], 3);
+}
+
+TEST(AllocateRegisters, TheRealPipelineFitsAChainInAFewRegisters) {
+  LowerOptions options;
+  LowerStats stats;
+  options.stats = &stats;
+  vm::Executable exe = lower_module(infer_types_with_facts(parse_module(kChain)), options);
+  EXPECT_LT(stats.registers.after * 2, stats.registers.before);
+  EXPECT_EQ(exe.functions[0].num_registers, stats.registers.after);
 }
 
 }  // namespace
