@@ -5,9 +5,12 @@ For each model: vmc compiles ONE executable with symbolic dims; for each size it
 compiles a fully static executable (vmc --static) and runs ONNX Runtime (onnxruntime-node
 through ort_run.mjs, same thread count, all graph optimizations). Every engine runs the
 same random input shape; the table gives median latencies and the ratios
-dynamic/static and dynamic/ORT (lower is better for dynvm).
+dynamic/static and dynamic/ORT (lower is better for dynvm). The three run interleaved in
+--rounds rounds, each keeping its best round's median, so that the slow minutes of a
+shared machine do not land on one column only.
 
-  usage: bench/dynamic_vs_static.py BUILD_DIR [--threads N] [--repeat N] [--models a,b]
+  usage: bench/dynamic_vs_static.py BUILD_DIR [--threads N] [--repeat N] [--rounds N]
+                                    [--models a,b]
   ORT: $ORT_RUN (default ../shared/peer/ort_run.mjs next to the repository); its column is
   left empty when it is missing.
 
@@ -89,6 +92,10 @@ def ort_median(ort, model, shapes, fixed, threads, repeat):
     return json.loads(out.strip().splitlines()[-1])["median_ms"]
 
 
+def best(a, b):
+    return b if a is None else a if b is None else min(a, b)
+
+
 def fmt(v, spec=".3f"):
     return format(v, spec) if v is not None else "—"
 
@@ -99,6 +106,8 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="interleaved rounds per size; the best round's median is kept")
     a = ap.parse_args()
     ort = os.environ.get("ORT_RUN", os.path.join(os.path.dirname(ROOT), "shared/peer/ort_run.mjs"))
     if not os.path.exists(ort):
@@ -106,7 +115,8 @@ def main():
         ort = None
     vmc = f"{a.build}/compiler/vmc"
     tmp = tempfile.mkdtemp(prefix="dynvm_dvs_")
-    print(f"threads: {a.threads}, repeat: {a.repeat} (medians, ms)\n")
+    print(f"threads: {a.threads}, repeat: {a.repeat}, rounds: {a.rounds} "
+          f"(best of the rounds' medians, ms)\n")
     print("| model | size | dynamic | static | dynamic/static | ORT | dynamic/ORT |")
     print("|---|---|---|---|---|---|---|")
     for key in a.models.split(","):
@@ -127,10 +137,16 @@ def main():
                        and not f.split("=", 1)[1][0].isdigit()]
             alias_flags = [x for f in aliases for x in ("--dim", f)]
             rc, _, err = run([vmc, model, "-o", st, "-q"] + static + alias_flags)
-            t_dyn, e1 = vmrun_median(a.build, dyn, shapes, fixed, tmp, a.threads, a.repeat)
-            t_st, e2 = (vmrun_median(a.build, st, shapes, fixed, tmp, a.threads, a.repeat)
-                        if rc == 0 else (None, err))
-            t_ort = ort_median(ort, model, shapes, fixed, a.threads, a.repeat)
+            # Rounds interleave the three (dynamic, static, ORT) so that a shared machine's
+            # slow minutes hit all of them; each keeps its best round's median.
+            t_dyn = t_st = t_ort = None
+            e1 = e2 = None
+            for _ in range(a.rounds):
+                d, e1 = vmrun_median(a.build, dyn, shapes, fixed, tmp, a.threads, a.repeat)
+                s_, e2 = (vmrun_median(a.build, st, shapes, fixed, tmp, a.threads, a.repeat)
+                          if rc == 0 else (None, err))
+                o = ort_median(ort, model, shapes, fixed, a.threads, a.repeat)
+                t_dyn, t_st, t_ort = best(t_dyn, d), best(t_st, s_), best(t_ort, o)
             r1 = t_dyn / t_st if t_dyn and t_st else None
             r2 = t_dyn / t_ort if t_dyn and t_ort else None
             note = f" ({e1 or e2})" if (e1 or e2) else ""
