@@ -153,6 +153,31 @@ std::function<te::Schedule(const KnobValues&)> norm_schedule(std::vector<KnobSpe
   };
 }
 
+// The softmax output from the row max `m` and the row sum of exponentials `s`:
+// exp(x - m) / s, or (x - m) - log(s) for log_softmax.
+te::TensorRef softmax_output(bool log, const TensorType& x, const te::TensorRef& in,
+                             const RowGeometry& g, const te::TensorRef& m, const te::TensorRef& s) {
+  return te::compute("Y", x.shape, [&](const te::Indices& i) {
+    std::vector<arith::Expr> idx(i.begin(), i.end());
+    Expr shifted = te::read(in, idx) - te::read(m, g.kept_indices(i));
+    Expr sum = te::read(s, g.kept_indices(i));
+    if (log) return shifted - tir::call(Intrinsic::kLog, sum);
+    return tir::call(Intrinsic::kExp, shifted) / sum;
+  });
+}
+
+// A softmax instance over `in` -> `out`, its schedule left to the caller.
+OpInstance softmax_instance(bool log, const TensorType& x, const te::TensorRef& in,
+                            const te::TensorRef& out) {
+  OpInstance op;
+  op.name = std::string(log ? "log_softmax_" : "softmax_") + dtype_suffix(x.dtype);
+  op.inputs = {in};
+  op.outputs = {out};
+  op.knobs = norm_knobs(x.shape);
+  op.preferred_multiples = last_dim_multiple(x.shape, 8);
+  return op;
+}
+
 // Softmax over the last (contiguous) axis with vectorized reductions (lane_reduce): the
 // max and the sum of exponentials each run as a vector loop over the row.
 OpInstance softmax_last_axis(bool log, const TensorType& x) {
@@ -177,18 +202,8 @@ OpInstance softmax_last_axis(bool log, const TensorType& x) {
         return tir::call(Intrinsic::kExp, at(kept, pos) - te::read(m, k));
       },
       &stages);
-  te::TensorRef out = te::compute("Y", x.shape, [&](const te::Indices& i) {
-    std::vector<arith::Expr> idx(i.begin(), i.end());
-    Expr shifted = te::read(in, idx) - te::read(m, g.kept_indices(i));
-    Expr sum = te::read(s, g.kept_indices(i));
-    if (log) return shifted - tir::call(Intrinsic::kLog, sum);
-    return tir::call(Intrinsic::kExp, shifted) / sum;
-  });
-  OpInstance op;
-  op.name = std::string(log ? "log_softmax_" : "softmax_") + dtype_suffix(x.dtype);
-  op.inputs = {in};
-  op.outputs = {out};
-  op.knobs = norm_knobs(x.shape);
+  te::TensorRef out = softmax_output(log, x, in, g, m, s);
+  OpInstance op = softmax_instance(log, x, in, out);
   op.schedule = [specs = op.knobs, out, stages, m, s](const KnobValues& knobs) {
     te::Schedule sch = te::create_schedule({out});
     bool parallel = knob_value(specs, knobs, "parallel") != 0;
@@ -198,7 +213,6 @@ OpInstance softmax_last_axis(bool log, const TensorType& x) {
     schedule_injective(sch, out, knob_value(specs, knobs, "vector_width"), parallel);
     return sch;
   };
-  op.preferred_multiples = last_dim_multiple(x.shape, 8);
   return op;
 }
 
@@ -217,20 +231,9 @@ OpInstance softmax_like(bool log, const TensorType& x, int64_t axis) {
     Expr shifted = te::read(in, g.input_indices(i, r)) - te::read(m, g.kept_indices(i));
     return te::sum(tir::call(Intrinsic::kExp, shifted), r);
   });
-  te::TensorRef out = te::compute("Y", x.shape, [&](const te::Indices& i) {
-    std::vector<arith::Expr> idx(i.begin(), i.end());
-    Expr shifted = te::read(in, idx) - te::read(m, g.kept_indices(i));
-    Expr sum = te::read(s, g.kept_indices(i));
-    if (log) return shifted - tir::call(Intrinsic::kLog, sum);
-    return tir::call(Intrinsic::kExp, shifted) / sum;
-  });
-  OpInstance op;
-  op.name = std::string(log ? "log_softmax_" : "softmax_") + dtype_suffix(x.dtype);
-  op.inputs = {in};
-  op.outputs = {out};
-  op.knobs = norm_knobs(x.shape);
+  te::TensorRef out = softmax_output(log, x, in, g, m, s);
+  OpInstance op = softmax_instance(log, x, in, out);
   op.schedule = norm_schedule(op.knobs, out, {m, s});
-  op.preferred_multiples = last_dim_multiple(x.shape, 8);
   return op;
 }
 
