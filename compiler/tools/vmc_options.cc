@@ -53,7 +53,7 @@ options:
   --dump-ir after:STEP   print the IR after a step: import, static, version_entry,
                          expand_recurrent, infer_types, simplify, fold_constants, dce,
                          fuse_ops, all
-  --time-passes          print how long each step took
+  --time-passes          print how long each step took and what it changed
   -q, --quiet            no progress display
   -h, --help             this text
   --version              the version
