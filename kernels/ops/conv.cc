@@ -286,11 +286,8 @@ OpInstance conv_with(const TensorType& x, const TensorType& w,
 
 OpInstance conv(const TensorType& x, const TensorType& w, const std::optional<TensorType>& bias,
                 const ConvAttrs& attrs) {
-  OpInstance inst = conv_with(x, w, bias, attrs, nullptr);
-  inst.with_epilogue = [x, w, bias, attrs](const FusedEpilogue& e) {
-    return conv_with(x, w, bias, attrs, &e);
-  };
-  return inst;
+  return with_epilogue_builder(
+      [x, w, bias, attrs](const FusedEpilogue* e) { return conv_with(x, w, bias, attrs, e); });
 }
 
 OpInstance conv_transpose(const TensorType& x, const TensorType& w,

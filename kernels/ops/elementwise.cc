@@ -61,11 +61,10 @@ OpInstance elementwise_map_with(std::string name, const std::vector<TensorType>&
 
 OpInstance elementwise_map(std::string name, std::vector<TensorType> ins,
                            const std::function<Expr(const std::vector<Expr>&)>& math) {
-  OpInstance op = elementwise_map_with(name, ins, math, nullptr);
+  OpInstance op = with_epilogue_builder([name, ins, math](const FusedEpilogue* e) {
+    return elementwise_map_with(name, ins, math, e);
+  });
   op.elementwise = math;
-  op.with_epilogue = [name, ins, math](const FusedEpilogue& e) {
-    return elementwise_map_with(name, ins, math, &e);
-  };
   return op;
 }
 

@@ -219,24 +219,18 @@ OpInstance gemm_with(const TensorType& a, const TensorType& b, const std::option
 }  // namespace
 
 OpInstance matmul(const TensorType& a, const TensorType& b) {
-  OpInstance op = matmul_with(a, b, nullptr);
-  op.with_epilogue = [a, b](const FusedEpilogue& e) { return matmul_with(a, b, &e); };
-  return op;
+  return with_epilogue_builder([a, b](const FusedEpilogue* e) { return matmul_with(a, b, e); });
 }
 
 OpInstance batch_matmul(const TensorType& a, const TensorType& b) {
-  OpInstance op = batch_matmul_with(a, b, nullptr);
-  op.with_epilogue = [a, b](const FusedEpilogue& e) { return batch_matmul_with(a, b, &e); };
-  return op;
+  return with_epilogue_builder(
+      [a, b](const FusedEpilogue* e) { return batch_matmul_with(a, b, e); });
 }
 
 OpInstance gemm(const TensorType& a, const TensorType& b, const std::optional<TensorType>& c,
                 const GemmAttrs& attrs) {
-  OpInstance op = gemm_with(a, b, c, attrs, nullptr);
-  op.with_epilogue = [a, b, c, attrs](const FusedEpilogue& e) {
-    return gemm_with(a, b, c, attrs, &e);
-  };
-  return op;
+  return with_epilogue_builder(
+      [a, b, c, attrs](const FusedEpilogue* e) { return gemm_with(a, b, c, attrs, e); });
 }
 
 }  // namespace dynvm::ops

@@ -65,6 +65,14 @@ struct OpInstance {
   std::function<tir::Expr(const std::vector<tir::Expr>&)> elementwise;
 };
 
+// An anchor op from its builder: `build(nullptr)`, with `with_epilogue` rebuilding it
+// through `build(&e)`. `build` is kept (copied) for that.
+inline OpInstance with_epilogue_builder(std::function<OpInstance(const FusedEpilogue*)> build) {
+  OpInstance op = build(nullptr);
+  op.with_epilogue = [build](const FusedEpilogue& e) { return build(&e); };
+  return op;
+}
+
 // The value of `name` in `knobs`, else the knob's default (UserError if no such knob).
 int64_t knob(const OpInstance& op, const KnobValues& knobs, const std::string& name);
 

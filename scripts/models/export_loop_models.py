@@ -233,13 +233,6 @@ def export(module, example, input_names, output_names, dynamic_axes, path):
     return scripted, ops
 
 
-def save_case(case_dir, inputs, outputs):
-    for kind, values in (("inputs", inputs), ("outputs", outputs)):
-        os.makedirs(os.path.join(case_dir, kind), exist_ok=True)
-        for name, value in values.items():
-            np.save(os.path.join(case_dir, kind, f"{name}.npy"), np.array(value, order="C"))  # keeps 0-d arrays 0-d
-
-
 def run_model(name, module, cases, input_names, output_names, dynamic_axes, numpy_fn):
     out_dir = os.path.join(OUT_ROOT, name)
     os.makedirs(out_dir, exist_ok=True)
@@ -262,7 +255,7 @@ def run_model(name, module, cases, input_names, output_names, dynamic_axes, nump
             assert torch.equal(s, e), f"{name} case {k}: scripted != eager for {out_name}"
             want[out_name] = s.numpy()
         inputs = {n: case[n].numpy() for n in input_names}
-        save_case(os.path.join(out_dir, "cases", str(k)), inputs, want)
+        ort_check.save_case(os.path.join(out_dir, "cases", str(k)), inputs, want)
 
         mine, fact = numpy_fn(params, *inputs.values())
         facts.append(fact)

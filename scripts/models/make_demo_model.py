@@ -136,13 +136,6 @@ def numpy_reference(x, wp, bp, wr):
                   "deltas": np.array(deltas, dtype=np.float32)}
 
 
-def save_case(case_dir, inputs, outputs):
-    for kind, values in (("inputs", inputs), ("outputs", outputs)):
-        os.makedirs(os.path.join(case_dir, kind), exist_ok=True)
-        for name, value in values.items():
-            np.save(os.path.join(case_dir, kind, f"{name}.npy"), np.array(value, order="C"))  # keeps 0-d arrays 0-d
-
-
 def main():
     wp, bp, wr = weights()
     model = build_model(wp, bp, wr)
@@ -157,7 +150,7 @@ def main():
         x = (scale * rng.standard_normal((seq, FEATURES))).astype(np.float32)
         loud, want = numpy_reference(x, wp, bp, wr)
         branches.add(loud)
-        save_case(os.path.join(OUT_DIR, "reference", f"seq_{seq}"), {"x": x}, want)
+        ort_check.save_case(os.path.join(OUT_DIR, "reference", f"seq_{seq}"), {"x": x}, want)
         line = (f"seq={seq:3d}: normalized={loud!s:5} steps={int(want['steps']):2d} "
                 f"y[{seq},{FEATURES}] deltas[{len(want['deltas'])}]")
         if have_ort:

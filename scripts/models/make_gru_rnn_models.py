@@ -118,11 +118,7 @@ def main():
             want = numpy_reference(op, x, w, r, b, h0, direction, lbr)
             got = ort_check.ort_run(os.path.join(out_dir, "model.onnx"), feeds)
             diffs = [ort_check.compare(f"{name} case {k} {n}", got[n], want[n]) for n in want]
-            case = os.path.join(out_dir, "cases", str(k))
-            for kind, values in (("inputs", feeds), ("outputs", got)):
-                os.makedirs(os.path.join(case, kind), exist_ok=True)
-                for n, v in values.items():
-                    np.save(os.path.join(case, kind, f"{n}.npy"), np.array(v, order="C"))
+            ort_check.save_case(os.path.join(out_dir, "cases", str(k)), feeds, got)
             print(f"{name} seq={seq} batch={batch}: ORT vs numpy max abs diff {max(diffs):.2e}")
 
 

@@ -30,12 +30,6 @@ def ocr_input(n, w):
     return (((7 * i[0] + 5 * i[1] + 3 * i[2] + i[3]) % 17) / 8.0 - 1.0).astype(np.float32)
 
 
-def save(case, kind, values):
-    os.makedirs(os.path.join(case, kind), exist_ok=True)
-    for name, v in values.items():
-        np.save(os.path.join(case, kind, f"{name}.npy"), np.array(v, order="C"))
-
-
 def ppocr():
     model = os.path.join(MODELS, "ppocrv4_rec.onnx")
     out = os.path.join(ROOT, "tests", "e2e", "models", "ppocrv4_rec", "cases")
@@ -44,7 +38,7 @@ def ppocr():
         top = np.argsort(-y, axis=-1, kind="stable")[..., :5]
         prob = np.take_along_axis(y, top, axis=-1)
         case = os.path.join(out, str(k))
-        save(case, "outputs", {"top5_index": top.astype(np.int64), "top5_prob": prob})
+        ort_check.save_case(case, outputs={"top5_index": top.astype(np.int64), "top5_prob": prob})
         with open(os.path.join(case, "shape.txt"), "w") as f:
             f.write(f"{n} {w}\n")
         print(f"ppocr N={n} W={w}: output {y.shape}, top1 p in [{prob[..., 0].min():.3f}, "
@@ -67,8 +61,7 @@ def silero():
                 feeds = {"input": audio, "state": state, "sr": np.array(rate, dtype=np.int64)}
                 got = ort_check.ort_run(model, feeds)
                 case = os.path.join(out, str(k))
-                save(case, "inputs", feeds)
-                save(case, "outputs", {"output": got["output"], "stateN": got["stateN"]})
+                ort_check.save_case(case, feeds, {"output": got["output"], "stateN": got["stateN"]})
                 print(f"silero {rate} Hz batch={batch} chunk={chunk}: output {got['output'].ravel()}")
                 state = got["stateN"]
                 k += 1

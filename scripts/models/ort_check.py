@@ -1,5 +1,6 @@
 """Runs a model with ONNX Runtime (onnxruntime-node, through /work/shared/peer/ort_run.mjs)
-and compares its outputs with references, for the model scripts in this folder.
+and compares its outputs with references, for the model scripts in this folder; and
+writes a test case the way tests/e2e reads it (`save_case`).
 
 ONNX Runtime is optional: `ort_available()` is False when node, the runner or
 onnxruntime-node is missing, and the scripts then skip the comparison (saying so)."""
@@ -47,3 +48,14 @@ def compare(label, got, want, rtol=1e-4, atol=1e-6):
     assert np.allclose(got, want, rtol=rtol, atol=atol), \
         f"{label}: max abs diff {diff} exceeds rtol {rtol} / atol {atol}"
     return diff
+
+
+def save_case(case_dir, inputs=None, outputs=None):
+    """Writes CASE_DIR/inputs/NAME.npy and CASE_DIR/outputs/NAME.npy (C order; a 0-d
+    array stays 0-d), the layout tests/e2e reads."""
+    for kind, values in (("inputs", inputs), ("outputs", outputs)):
+        if values is None:
+            continue
+        os.makedirs(os.path.join(case_dir, kind), exist_ok=True)
+        for name, value in values.items():
+            np.save(os.path.join(case_dir, kind, f"{name}.npy"), np.array(value, order="C"))

@@ -158,14 +158,20 @@ TEST(EndToEnd, StaticCompilationAgreesWithTheSymbolicOne) {
 
 // LSTM nodes (forward with initial state, reverse without, bidirectional with) expanded into
 // Loops; references from ONNX Runtime (scripts/models/make_lstm_models.py).
+// A recurrent model of tests/e2e/models, compiled once for seq 1..1024 and batch 1..64,
+// against its three cases.
+void expect_recurrent_model_matches(const std::string& name) {
+  compiler::PipelineOptions options;
+  options.import.dims["seq"] = {1, 1024};
+  options.import.dims["batch"] = {1, 64};
+  std::string dir = "tests/e2e/models/" + name;
+  auto program = compile(dir + "/model.onnx", options);
+  run_cases(program, {dir + "/cases/0", dir + "/cases/1", dir + "/cases/2"});
+}
+
 TEST(EndToEnd, LstmInEveryDirectionMatchesOnnxRuntime) {
   for (const char* name : {"lstm_forward", "lstm_reverse", "lstm_bidirectional"}) {
-    compiler::PipelineOptions options;
-    options.import.dims["seq"] = {1, 1024};
-    options.import.dims["batch"] = {1, 64};
-    std::string dir = std::string("tests/e2e/models/") + name;
-    auto program = compile(dir + "/model.onnx", options);
-    run_cases(program, {dir + "/cases/0", dir + "/cases/1", dir + "/cases/2"});
+    expect_recurrent_model_matches(name);
   }
 }
 
@@ -175,12 +181,7 @@ TEST(EndToEnd, LstmInEveryDirectionMatchesOnnxRuntime) {
 TEST(EndToEnd, GruAndRnnMatchOnnxRuntime) {
   for (const char* name : {"gru_forward", "gru_reverse_lbr", "gru_bidirectional", "rnn_forward",
                            "rnn_reverse", "rnn_bidirectional"}) {
-    compiler::PipelineOptions options;
-    options.import.dims["seq"] = {1, 1024};
-    options.import.dims["batch"] = {1, 64};
-    std::string dir = std::string("tests/e2e/models/") + name;
-    auto program = compile(dir + "/model.onnx", options);
-    run_cases(program, {dir + "/cases/0", dir + "/cases/1", dir + "/cases/2"});
+    expect_recurrent_model_matches(name);
   }
 }
 
