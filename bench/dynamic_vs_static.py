@@ -69,7 +69,7 @@ def vmrun_median(build, exe, shapes, fixed, tmp, threads, repeat):
         args += ["--input", f"{name}={'x'.join(map(str, shape))}:f32"]
     for name, value in fixed.items():
         args += ["--input", f"{name}={scalar_file(tmp, value)}"]
-    rc, out, err = run([f"{build}/vm/tools/vmrun", exe, "--repeat", str(repeat),
+    rc, out, err = run([f"{build}/tools/vmrun", exe, "--repeat", str(repeat),
                         "--threads", str(threads)] + args)
     if rc != 0:
         return None, err
@@ -113,7 +113,7 @@ def main():
     if not os.path.exists(ort):
         print(f"(ONNX Runtime column empty: {ort} not found)")
         ort = None
-    vmc = f"{a.build}/compiler/vmc"
+    vmc = f"{a.build}/tools/vmc"
     tmp = tempfile.mkdtemp(prefix="dynvm_dvs_")
     print(f"threads: {a.threads}, repeat: {a.repeat}, rounds: {a.rounds} "
           f"(best of the rounds' medians, ms)\n")

@@ -1,13 +1,17 @@
-// The compiler's steps in order (see pipeline.h).
+// The compiler's steps in order (see pipeline.h). kSteps below is the compiler; the rest
+// of this file runs it: timing, reports, dumps and verification around each step.
 #include "compiler/pipeline.h"
 
 #include <algorithm>
 #include <chrono>
 #include <iostream>
-#include <set>
 
 #include "compiler/ir/printer.h"
-#include "compiler/lower/lower.h"
+#include "compiler/ir/verify.h"
+#include "compiler/lower/allocate_registers.h"
+#include "compiler/lower/generate_kernels.h"
+#include "compiler/lower/insert_frees.h"
+#include "compiler/lower/plan_memory.h"
 #include "compiler/passes/dce.h"
 #include "compiler/passes/expand_recurrent.h"
 #include "compiler/passes/fold_constants.h"
@@ -15,164 +19,245 @@
 #include "compiler/passes/infer_types.h"
 #include "compiler/passes/place_devices.h"
 #include "compiler/passes/simplify.h"
+#include "compiler/passes/static_inputs.h"
 #include "compiler/passes/version_entry.h"
-#include "kernels/arith/printer.h"
+#include "vm/asm/disassembler.h"
 #include "vm/error.h"
+#include "vm/verifier.h"
 
 namespace dynvm::compiler {
 namespace {
 
-class Steps {
- public:
-  explicit Steps(const PipelineOptions& o) : o_(o), log_(o.log != nullptr ? *o.log : std::cerr) {}
-
-  template <typename F>
-  auto run(const std::string& name, F&& step) {
-    auto start = std::chrono::steady_clock::now();
-    auto result = step();
-    if (o_.time_passes) {
-      double ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-              .count();
-      log_ << "[time] " << name << ": " << ms << " ms\n";
-    }
-    return result;
-  }
-
-  // A step's own report, printed with the timings.
-  void note(const std::string& name, const std::string& text) {
-    if (o_.time_passes) log_ << "[" << name << "] " << text << "\n";
-  }
-
-  void dump(const std::string& name, const Module& m) {
-    if (o_.dump_after != name && o_.dump_after != "all") return;
-    PrintOptions p;
-    p.max_constant_elements = 8;
-    log_ << "// IR after " << name << "\n" << print_module(m, p);
-  }
-
- private:
-  const PipelineOptions& o_;
-  std::ostream& log_;
+// What the steps hand on: the graph IR until lowering, the placement lowering follows, then
+// the bytecode and the kernels still to generate.
+struct Compilation {
+  TypedModule typed;
+  Placement placement;
+  Lowered lowered;
+  bool typed_yet = false;  // infer_types has run (the verifier then checks types)
 };
 
-// The entry's parameters with the dims of --static inputs replaced by their values.
-Module fix_static_inputs(Module m, const std::map<std::string, std::vector<int64_t>>& inputs) {
-  if (inputs.empty()) return m;
-  auto main = std::make_shared<Function>(*m.find_function(m.entry));
-  std::set<std::string> seen;
-  for (Expr& p : main->params) {
-    auto it = inputs.find(p->name);
-    if (it == inputs.end()) continue;
-    seen.insert(p->name);
-    const Type& t = p.type();
-    if (!t.is_tensor() || t->dims.size() != it->second.size()) {
-      user_error("--static ", p->name, ": the input is ", to_string(t), ", given ",
-                 it->second.size(), " dims");
-    }
-    std::vector<Dim> dims;
-    for (size_t k = 0; k < t->dims.size(); ++k) {
-      const Dim& d = t->dims[k];
-      int64_t v = it->second[k];
-      if (d.is_const() && d.value() != v) {
-        user_error("--static ", p->name, ": dim ", k, " is ", d.value(), ", given ", v);
+// What a step did: whether it changed anything, and one line saying what.
+struct StepReport {
+  bool changed = false;
+  std::string summary;
+};
+
+// Which form of the program a step works on (what --dump-ir prints, which verifier runs).
+enum class Form : uint8_t { kGraph, kPlacement, kBytecode };
+
+struct Step {
+  const char* name;
+  Form form;
+  StepReport (*run)(Compilation&, const CompileOptions&);
+};
+
+StepReport graph(Compilation& c, PassResult result) {
+  StepReport r{result.changed, std::move(result.summary)};
+  c.typed = std::move(result);
+  return r;
+}
+
+StepReport skipped(const char* why) { return {false, std::string("skipped: ") + why}; }
+
+vm::Function& entry_code(Compilation& c) { return c.lowered.exe.functions.at(0); }
+
+// ---- the compiler ----
+constexpr Step kSteps[] = {
+    {"static", Form::kGraph,
+     [](Compilation& c, const CompileOptions& o) {
+       return graph(c, static_inputs(c.typed, o.static_inputs));
+     }},
+    {"version_entry", Form::kGraph,
+     [](Compilation& c, const CompileOptions& o) {
+       StepReport r;
+       for (const auto& [dim, values] : o.dim_versions) {
+         StepReport one = graph(c, version_entry(c.typed, dim, values));
+         r.changed = true;
+         r.summary += (r.summary.empty() ? "" : "; ") + one.summary;
+       }
+       return r;
+     }},
+    {"expand_recurrent", Form::kGraph,
+     [](Compilation& c, const CompileOptions&) { return graph(c, expand_recurrent(c.typed)); }},
+    {"infer_types", Form::kGraph,
+     [](Compilation& c, const CompileOptions& o) {
+       StepReport r = graph(c, infer_types(c.typed));
+       c.typed_yet = true;
+       std::ostream& log = o.log != nullptr ? *o.log : std::cerr;
+       for (const std::string& w : c.typed.warnings) log << "warning: " << w << "\n";
+       return r;
+     }},
+    {"simplify", Form::kGraph,
+     [](Compilation& c, const CompileOptions&) { return graph(c, simplify(c.typed)); }},
+    {"fold_constants", Form::kGraph,
+     [](Compilation& c, const CompileOptions&) { return graph(c, fold_constants(c.typed)); }},
+    {"dce", Form::kGraph,
+     [](Compilation& c, const CompileOptions&) { return graph(c, dce(c.typed)); }},
+    {"fuse_ops", Form::kGraph,
+     [](Compilation& c, const CompileOptions& o) {
+       return o.fuse ? graph(c, fuse_ops(c.typed)) : skipped("--no-fuse");
+     }},
+    // Lowering starts here (lower_module runs the steps from this one on).
+    {"place_devices", Form::kPlacement,
+     [](Compilation& c, const CompileOptions& o) {
+       c.placement = place_devices(c.typed, o.lower.kernel_device);
+       return StepReport{true, str_cat(c.placement.host_computed.size(),
+                                       " values computed on the host, ",
+                                       c.placement.num_copies(), " copies between devices")};
+     }},
+    {"emit_bytecode", Form::kBytecode,
+     [](Compilation& c, const CompileOptions& o) {
+       c.lowered = emit_bytecode(c.typed, c.placement, o.lower);
+       const vm::Function& fn = entry_code(c);
+       return StepReport{true, str_cat(fn.code.size(), " instructions, ", fn.num_registers,
+                                       " registers, ", c.lowered.kernels.size(), " kernels")};
+     }},
+    {"plan_memory", Form::kBytecode,
+     [](Compilation& c, const CompileOptions& o) {
+       if (!o.lower.plan_memory) return skipped("--no-plan-memory");
+       MemoryPlanStats s;
+       plan_memory(entry_code(c), c.lowered.exe.inputs, &s);
+       return StepReport{s.reused > 0 || s.in_arenas > 0 || s.removed > 0,
+                         str_cat(s.storages, " allocations, ", s.reused,
+                                 " reuse a dead storage, ", s.in_arenas, " in ", s.arenas,
+                                 " arenas (", s.arena_bytes, " bytes for ", s.static_bytes,
+                                 "), ", s.removed, " size instructions removed")};
+     }},
+    {"insert_frees", Form::kBytecode,
+     [](Compilation& c, const CompileOptions&) {
+       FreeStats s;
+       insert_frees(entry_code(c), &s);
+       return StepReport{s.frees > 0, str_cat(s.frees, " frees")};
+     }},
+    {"allocate_registers", Form::kBytecode,
+     [](Compilation& c, const CompileOptions&) {
+       RegisterStats s;
+       allocate_registers(entry_code(c), &s);
+       return StepReport{s.after != s.before,
+                         str_cat(s.before, " values in ", s.after, " registers")};
+     }},
+    {"generate_kernels", Form::kBytecode,
+     [](Compilation& c, const CompileOptions& o) {
+       KernelStats s;
+       generate_kernels(c.lowered, o.lower, &s);
+       return StepReport{s.kernels > 0, str_cat(s.kernels, " kernels, ", s.variants, " variants")};
+     }},
+};
+constexpr const char* kFirstLoweringStep = "place_devices";
+
+// ---- running it ----
+
+std::ostream& log_of(const CompileOptions& o) { return o.log != nullptr ? *o.log : std::cerr; }
+
+bool dumps(const CompileOptions& o, const std::string& step) {
+  return o.dump_after == step || o.dump_after == "all";
+}
+
+void dump(const Step& step, const Compilation& c, const CompileOptions& o) {
+  if (!dumps(o, step.name)) return;
+  switch (step.form) {
+    case Form::kGraph:
+      dump_ir(o, step.name, c.typed.module);
+      return;
+    case Form::kPlacement:
+      log_of(o) << "// placement after " << step.name << "\n"
+                << print_placement(c.placement, c.typed.module);
+      return;
+    case Form::kBytecode:
+      log_of(o) << "// bytecode after " << step.name << "\n"
+                << vm::disassemble(c.lowered.exe);
+      return;
+  }
+}
+
+// The verifier of the step's form. A failure is a bug in the step (InternalError), so a
+// bytecode verifier's UserError is turned into one naming the step.
+void verify(const Step& step, const Compilation& c) {
+  switch (step.form) {
+    case Form::kGraph:
+      verify_module(c.typed.module, c.typed_yet, step.name);
+      return;
+    case Form::kPlacement:
+      return;  // an analysis: the module is the one verified after the previous step
+    case Form::kBytecode:
+      try {
+        vm::verify(c.lowered.exe, {.kernels_generated = std::string(step.name) ==
+                                                         "generate_kernels"});
+      } catch (const UserError& e) {
+        internal_error(__FILE__, __LINE__, str_cat("after ", step.name, ": ", e.what()));
       }
-      if (!d.is_const() && !d.is_any() && d.expr().kind() == arith::ExprKind::kVar) {
-        // Every use of the symbol (in other inputs too) becomes the value.
-        for (DimSymbol& s : m.dims) {
-          if (s.var.id() == d.expr()->var_id) s.min = s.max = v;
-        }
-      }
-      dims.emplace_back(v);
-    }
-    p = with_type(p, tensor_type(t->dtype, dims));
+      return;
   }
-  for (const auto& [name, shape] : inputs) {
-    if (!seen.count(name)) user_error("--static ", name, ": the model has no input of that name");
-  }
-  for (auto& f : m.functions) {
-    if (f->name == m.entry) f = main;
-  }
-  return m;
 }
 
-// What simplify rewrote, for --time-passes.
-std::string simplify_report(const SimplifyStats& s) {
-  return str_cat(s.calls_rewritten(), " calls rewritten (", s.identities, " identities, ",
-                 s.noop_moves, " no-op moves, ", s.arithmetic, " arithmetic, ", s.view_chains,
-                 " view chains, ", s.reshapes_merged, " reshapes merged, ", s.transposes_merged,
-                 " transposes merged), ", s.dims_simplified, " types re-simplified");
-}
-
-std::string memory_report(const MemoryPlanStats& s) {
-  return str_cat("memory plan: ", s.storages, " allocations, ", s.reused, " reuse a dead storage, ",
-                 s.in_arenas, " in ", s.arenas, " arenas (", s.arena_bytes, " bytes for ",
-                 s.static_bytes, "), ", s.removed, " size instructions removed");
-}
-
-// The import options with each versioned dim's range spanning its values.
-frontends::onnx_import::ImportOptions import_options(const PipelineOptions& o) {
-  frontends::onnx_import::ImportOptions import = o.import;
-  for (const auto& [dim, values] : o.dim_versions) {
-    if (values.empty()) user_error("--dim ", dim, ": no values given");
-    import.dims[dim] = {*std::min_element(values.begin(), values.end()),
-                        *std::max_element(values.begin(), values.end())};
+// The steps of kSteps from `first` on, each timed, reported, dumped and verified.
+void run_steps(Compilation& c, const CompileOptions& o, const char* first) {
+  bool started = false;
+  for (const Step& step : kSteps) {
+    started = started || std::string(step.name) == first;
+    if (!started) continue;
+    auto start = std::chrono::steady_clock::now();
+    StepReport r = step.run(c, o);
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    report_step(o, step.name, ms, r.changed, r.summary);
+    dump(step, c, o);
+    if (o.verify_each) verify(step, c);
   }
-  return import;
+  DYNVM_INTERNAL_CHECK(started, "no step named ", first);
 }
 
 }  // namespace
 
-vm::Executable compile_onnx(const std::string& model_path, const PipelineOptions& options) {
-  Steps steps(options);
-  Module m = steps.run("import", [&] {
-    return frontends::onnx_import::import_onnx_file(model_path, import_options(options));
-  });
-  steps.dump("import", m);
-  m = steps.run("static", [&] { return fix_static_inputs(std::move(m), options.static_inputs); });
-  steps.dump("static", m);
-  m = steps.run("version_entry", [&] {
-    for (const auto& [dim, values] : options.dim_versions) m = version_entry(m, dim, values);
-    return std::move(m);
-  });
-  steps.dump("version_entry", m);
-  m = steps.run("expand_recurrent", [&] { return expand_recurrent(m); });
-  steps.dump("expand_recurrent", m);
-  TypedModule typed = steps.run("infer_types", [&] { return infer_types_with_facts(m); });
-  for (const std::string& w : typed.warnings) {
-    (options.log != nullptr ? *options.log : std::cerr) << "warning: " << w << "\n";
+std::vector<std::string> pipeline_step_names() {
+  std::vector<std::string> names;
+  for (const Step& s : kSteps) names.emplace_back(s.name);
+  return names;
+}
+
+void report_step(const CompileOptions& o, const std::string& step, double ms, bool changed,
+                 const std::string& summary) {
+  if (!o.time_passes) return;
+  std::ostream& log = log_of(o);
+  log << "[time] " << step << ": " << ms << " ms";
+  if (!changed) {
+    log << " (unchanged" << (summary.empty() ? "" : ": " + summary) << ")\n";
+  } else {
+    log << (summary.empty() ? "" : ": " + summary) << "\n";
   }
-  steps.dump("infer_types", typed.module);
-  SimplifyStats simplified;
-  typed = steps.run("simplify", [&] { return simplify(typed, &simplified); });
-  steps.note("simplify", simplify_report(simplified));
-  steps.dump("simplify", typed.module);
-  typed = steps.run("fold_constants", [&] { return fold_constants(typed); });
-  steps.dump("fold_constants", typed.module);
-  typed.module = steps.run("dce", [&] { return dce(typed.module); });
-  steps.dump("dce", typed.module);
-  if (options.fuse) {
-    typed = steps.run("fuse_ops", [&] { return fuse_ops(typed); });
-    steps.dump("fuse_ops", typed.module);
+}
+
+void dump_ir(const CompileOptions& o, const std::string& step, const Module& module) {
+  if (!dumps(o, step)) return;
+  PrintOptions p;
+  p.max_constant_elements = 8;
+  log_of(o) << "// IR after " << step << "\n" << print_module(module, p);
+}
+
+vm::Executable compile(Module module, const CompileOptions& options) {
+  Compilation c;
+  c.typed = TypedModule(std::move(module));
+  if (options.verify_each) verify_module(c.typed.module, false, "the frontend");
+  run_steps(c, options, kSteps[0].name);
+  // What a tool writes must load: the same verifier the runtime runs before a first run.
+  // Failing it is a bug in a step, not in the model.
+  try {
+    vm::verify(c.lowered.exe);
+  } catch (const UserError& e) {
+    internal_error(__FILE__, __LINE__, str_cat("the compiled executable: ", e.what()));
   }
-  Placement placement =
-      steps.run("place_devices", [&] { return place_devices(typed, options.kernel_device); });
-  steps.note("place_devices",
-             str_cat(placement.host_computed.size(), " values computed on the host, ",
-                     placement.num_copies(), " copies between devices"));
-  LowerOptions lower;
-  lower.kernel_device = options.kernel_device;
-  lower.static_shapes = options.specialize;
-  lower.progress = options.progress;
-  lower.producer = options.producer;
-  lower.plan_memory = options.plan_memory;
-  LowerStats lowered;
-  lower.stats = &lowered;
-  vm::Executable exe = steps.run("lower", [&] { return lower_module(typed, placement, lower); });
-  if (options.plan_memory) steps.note("lower", memory_report(lowered.memory));
-  steps.note("lower", str_cat(lowered.frees.frees, " frees; ", lowered.registers.before,
-                              " values in ", lowered.registers.after, " registers"));
-  return exe;
+  return std::move(c.lowered.exe);
+}
+
+vm::Executable lower_module(const TypedModule& typed, const LowerOptions& options) {
+  Compilation c;
+  c.typed = typed;
+  c.typed_yet = true;
+  CompileOptions o;
+  o.lower = options;
+  run_steps(c, o, kFirstLoweringStep);
+  return std::move(c.lowered.exe);
 }
 
 }  // namespace dynvm::compiler

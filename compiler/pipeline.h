@@ -1,58 +1,79 @@
-// The compiler, start to end, as one readable list of steps (pipeline.cc):
-//   import (frontends/onnx) -> [static inputs fixed] -> [version_entry: one copy of the
-//   entry per value of a versioned dim] -> expand_recurrent (LSTM / GRU / RNN as Loops) ->
-//   infer_types -> simplify (identities bypassed, data-movement chains shortened, dims in
-//   canonical form) -> fold_constants -> dce -> fuse_ops (epilogue fusion) ->
-//   place_devices (shape work on the host, kernels on the kernel device, copies) -> lower
-//   (bytecode; memory planned: dead storages reused, static sizes in arenas; frees at last
-//   use; kernels generated and specialized) -> a vm::Executable ready for the serializer.
-// `dump_after` prints the IR after a step (kPipelineSteps, or "all");
-// `time_passes` prints each step's wall time and what simplify, place_devices and the
-// memory plan did. Both go to `log`.
+// The compiler, start to end: a graph IR module (from any frontend; vmc imports ONNX) in,
+// a verified vm::Executable out. pipeline.cc lists every step in order, and that list is
+// the whole compiler:
+//
+//   graph passes (compiler/passes, each `PassResult pass(const TypedModule&)`):
+//     static            --static inputs: their dims become constants
+//     version_entry     --dim N=V1,V2: the entry versioned by N's values
+//     expand_recurrent  LSTM / GRU / RNN as Loops
+//     infer_types       types with symbolic dims, known shape values
+//     simplify          identities bypassed, data-movement chains shortened, dims canonical
+//     fold_constants    all-constant calls evaluated
+//     dce               dead lets and unreachable functions removed
+//     fuse_ops          epilogue fusion into primitive functions (--no-fuse skips it)
+//   place_devices       where each value lives, the copies between devices (an analysis)
+//   lowering (compiler/lower):
+//     emit_bytecode, plan_memory (--no-plan-memory skips it), insert_frees,
+//     allocate_registers, generate_kernels
+//
+// Every step is timed and reported (`time_passes`: one line each, its summary or
+// "(unchanged)"), can be dumped (`dump_after`: the graph IR, the placement, or the bytecode
+// through the disassembler), and is followed by a verifier when `verify_each` is on (the
+// graph IR verifier, compiler/ir/verify.h; the bytecode verifier, vm/verifier.h). The
+// executable `compile` returns has passed vm::verify.
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <ostream>
 #include <string>
 #include <vector>
 
-#include "frontends/onnx/importer.h"
-#include "vm/device.h"
+#include "compiler/ir/module.h"
+#include "compiler/lower/lower.h"
 #include "vm/executable.h"
 
 namespace dynvm::compiler {
 
-// The steps `dump_after` may name (besides "all"), in order.
-inline constexpr const char* kPipelineSteps[] = {"import",           "static",      "version_entry",
-                                                 "expand_recurrent", "infer_types", "simplify",
-                                                 "fold_constants",   "dce",         "fuse_ops"};
-
-struct PipelineOptions {
-  frontends::onnx_import::ImportOptions import;  // --dim ranges
+struct CompileOptions {
   // --static NAME=SHAPE: input NAME compiled for exactly this shape (its symbolic dims
   // become constants everywhere: a fully static executable, for comparison).
   std::map<std::string, std::vector<int64_t>> static_inputs;
   // --dim NAME=V1,V2,...: dim NAME takes exactly these values; the entry is versioned by
-  // them (passes/version_entry.h) and the dim's range is min(V)..max(V).
+  // them (passes/version_entry.h) and the dim's range becomes min(V)..max(V).
   std::map<std::string, std::vector<int64_t>> dim_versions;
-  // --specialize DIM=V: extra static kernel variants for these sizes (still symbolic).
-  std::vector<std::map<std::string, int64_t>> specialize;
   // fuse_ops (vmc --no-fuse turns it off, to measure what fusion gains).
   bool fuse = true;
-  // Memory planning in lowering (vmc --no-plan-memory turns it off, to measure it).
-  bool plan_memory = true;
-  // Where kernels run (passes/place_devices.h). Only the CPU has a code generator; another
-  // device is refused, with one error, where kernels would be generated.
-  vm::Device kernel_device = vm::kCpu;
+  // The lowering steps' options: target, kernel device, --specialize sizes, memory
+  // planning, kernel compilation progress.
+  LowerOptions lower;
+
+  // A step name (pipeline_step_names(), or "import" for the frontend's), or "all".
   std::string dump_after;
   bool time_passes = false;
-  std::ostream* log = nullptr;  // dumps and timings; std::cerr when null
-  std::function<void(size_t, size_t, const std::string&)> progress;  // kernel compilation
-  std::string producer;
+#ifdef NDEBUG
+  bool verify_each = false;
+#else
+  bool verify_each = true;  // Debug and sanitizer builds check every step
+#endif
+  std::ostream* log = nullptr;  // dumps, timings and warnings; std::cerr when null
 };
 
-vm::Executable compile_onnx(const std::string& model_path, const PipelineOptions& options);
+// The steps of `compile`, in order (what --dump-ir after:STEP and --time-passes name).
+std::vector<std::string> pipeline_step_names();
+
+// Every step on `module`, whose entry function becomes the executable's.
+vm::Executable compile(Module module, const CompileOptions& options);
+
+// The steps from place_devices on, for a module typed already (constant folding runs its
+// batch through them; tests lower hand-written IR).
+vm::Executable lower_module(const TypedModule& typed, const LowerOptions& options = {});
+
+// A step's report line (`[time] STEP: 1.2 ms: summary`, or `(unchanged)`) when
+// `options.time_passes`, and the module's text when `options.dump_after` names the step:
+// for steps outside `compile` (vmc's import), so that they read the same.
+void report_step(const CompileOptions& options, const std::string& step, double ms, bool changed,
+                 const std::string& summary);
+void dump_ir(const CompileOptions& options, const std::string& step, const Module& module);
 
 }  // namespace dynvm::compiler

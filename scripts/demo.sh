@@ -7,8 +7,8 @@
 set -euo pipefail
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-VMC="$BUILD/compiler/vmc"
-VMRUN="$BUILD/vm/tools/vmrun"
+VMC="$BUILD/tools/vmc"
+VMRUN="$BUILD/tools/vmrun"
 OUT="$BUILD/demo"
 mkdir -p "$OUT"
 

@@ -1,6 +1,7 @@
 // Errors in dynvm come in two kinds, and they are kept apart on purpose:
 //   * UserError: the user's model, input, file or flag is wrong. One clear line, shown
-//     as is; tools exit non-zero. Raised with user_error(...).
+//     as is; tools exit non-zero. Raised with user_error(...). A UsageError is the
+//     UserError of a malformed command line (tools exit 2 for it, 1 for other errors).
 //   * InternalError: a bug in dynvm itself. Raised by DYNVM_INTERNAL_CHECK.
 // Both derive from dynvm::Error so a tool's main() can catch everything in one place.
 #pragma once
@@ -20,6 +21,11 @@ class Error : public std::runtime_error {
 class UserError : public Error {
  public:
   using Error::Error;
+};
+
+class UsageError : public UserError {
+ public:
+  using UserError::UserError;
 };
 
 class InternalError : public Error {

@@ -14,6 +14,7 @@
 #include "vm/allocator.h"
 #include "vm/device.h"
 #include "vm/dtype.h"
+#include "vm/error.h"
 
 namespace dynvm::vm {
 
@@ -101,9 +102,10 @@ class Tensor {
 template <typename T>
 Tensor Tensor::from_vector(const std::vector<T>& values, Shape shape, DType dtype) {
   Tensor t = empty(std::move(shape), dtype);
-  if (static_cast<size_t>(t.numel()) != values.size() || sizeof(T) != dtype_size(dtype)) {
-    throw std::invalid_argument("Tensor::from_vector: size or element type mismatch");
-  }
+  DYNVM_INTERNAL_CHECK(
+      static_cast<size_t>(t.numel()) == values.size() && sizeof(T) == dtype_size(dtype),
+      "Tensor::from_vector: ", values.size(), " values of ", sizeof(T), " bytes for ", t.numel(),
+      " elements of ", dtype_size(dtype));
   std::copy(values.begin(), values.end(), t.data_as<T>());
   return t;
 }

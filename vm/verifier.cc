@@ -7,7 +7,7 @@ namespace {
 
 class Verifier {
  public:
-  explicit Verifier(const Executable& exe) : exe_(exe) {}
+  Verifier(const Executable& exe, const VerifyOptions& options) : exe_(exe), options_(options) {}
 
   void run() {
     if (exe_.functions.empty()) fail("", "it has no functions");
@@ -26,6 +26,12 @@ class Verifier {
   void check_kernel(size_t k) {
     const Kernel& kernel = exe_.kernels[k];
     std::string where = str_cat("kernel ", k, " (", kernel.name, ")");
+    if (!options_.kernels_generated) {
+      if (uint64_t{kernel.num_inputs} + kernel.num_outputs > kMaxInstructionArgs) {
+        fail(where, "too many arguments");
+      }
+      return;
+    }
     if (kernel.library >= exe_.libraries.size()) {
       fail(where, "library ", kernel.library, " out of range (", exe_.libraries.size(), ")");
     }
@@ -170,10 +176,11 @@ class Verifier {
   }
 
   const Executable& exe_;
+  const VerifyOptions& options_;
 };
 
 }  // namespace
 
-void verify(const Executable& exe) { Verifier(exe).run(); }
+void verify(const Executable& exe, const VerifyOptions& options) { Verifier(exe, options).run(); }
 
 }  // namespace dynvm::vm

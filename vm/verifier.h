@@ -18,7 +18,14 @@ namespace dynvm::vm {
 inline constexpr uint32_t kMaxRegisters = 1u << 20;
 inline constexpr size_t kMaxInstructionArgs = 1u << 16;
 
+struct VerifyOptions {
+  // False for bytecode whose kernels are not generated yet (the compiler's lowering steps
+  // verify what they made): kernel table entries are checked for their arity only, not
+  // for variants and libraries.
+  bool kernels_generated = true;
+};
+
 // Throws UserError("invalid executable: <where>: <what>") on the first violation.
-void verify(const Executable& exe);
+void verify(const Executable& exe, const VerifyOptions& options = {});
 
 }  // namespace dynvm::vm

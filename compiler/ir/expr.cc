@@ -21,6 +21,32 @@ void check_defined(const std::vector<Expr>& exprs, const char* what) {
 
 }  // namespace
 
+ExprNode::~ExprNode() {
+  // Children only this node holds are taken apart here, one at a time, so that each is
+  // destroyed with no children left (a shared child just loses a reference). The nodes
+  // were made non-const (make_shared<ExprNode>), and nobody else can see one whose only
+  // reference is ours, so emptying it is safe.
+  std::vector<Expr> pending = std::move(operands);
+  auto take_body = [&pending](std::shared_ptr<const Function>& f) {
+    if (f != nullptr && f.use_count() == 1) {
+      auto* g = const_cast<Function*>(f.get());
+      pending.push_back(std::move(g->body));
+      for (Expr& p : g->params) pending.push_back(std::move(p));
+    }
+    f.reset();
+  };
+  take_body(body);
+  while (!pending.empty()) {
+    Expr e = std::move(pending.back());
+    pending.pop_back();
+    if (!e.defined() || e.node_.use_count() != 1) continue;
+    auto* n = const_cast<ExprNode*>(e.get());
+    for (Expr& o : n->operands) pending.push_back(std::move(o));
+    n->operands.clear();
+    take_body(n->body);
+  }
+}
+
 const char* kind_name(ExprKind kind) {
   static const char* const kNames[] = {"var", "constant", "call", "tuple",        "get_item",
                                        "let", "if",       "loop", "call_function"};

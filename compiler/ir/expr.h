@@ -60,6 +60,7 @@ class Expr {
   bool same_node(const Expr& other) const { return node_ == other.node_; }
 
  private:
+  friend struct ExprNode;  // its destructor takes apart nodes nobody else holds
   std::shared_ptr<const ExprNode> node_;
 };
 
@@ -73,6 +74,12 @@ struct ExprNode {
   Attrs attrs;                 // kCall
   int64_t index = 0;           // kGetItem: the field; kLoop: number of scan outputs
   std::shared_ptr<const Function> body;  // kLoop
+
+  ExprNode() = default;
+  ExprNode(const ExprNode&) = default;
+  // Iterative: a let chain of 100,000 bindings is a list 100,000 nodes deep, which the
+  // default (recursive) destruction would walk with one stack frame per node.
+  ~ExprNode();
 };
 
 // A function: parameters (kVar), a body, and its declared result type (may be undefined).

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "compiler/ir/functor.h"
 #include "compiler/ir/tensor_text.h"
 #include "kernels/tir/arith_util.h"
 #include "vm/error.h"
@@ -69,18 +70,15 @@ class Printer {
   void block(const Expr& body, int indent, std::ostream& os) {
     std::string pad(static_cast<size_t>(indent + 2), ' ');
     os << "{\n";
-    Expr e = body;
-    while (e.kind() == ExprKind::kLet) {
-      const Expr& var = e->operands[0];
-      const Expr& bound = e->operands[1];
-      std::string value_text = inline_expr(bound, indent + 2);  // before binding: no recursion
-      os << pad << bind(var);
-      const Type& t = var.type().defined() ? var.type() : bound.type();
+    LetChain chain = flatten_lets(body);
+    for (const Binding& b : chain.bindings) {
+      std::string value_text = inline_expr(b.value, indent + 2);  // before binding: no recursion
+      os << pad << bind(b.var);
+      const Type& t = b.var.type().defined() ? b.var.type() : b.value.type();
       if (options_.types && t.defined()) os << ": " << to_string(t);
       os << " = " << value_text << "\n";
-      e = e->operands[2];
     }
-    os << pad << "return " << inline_expr(e, indent + 2) << "\n"
+    os << pad << "return " << inline_expr(chain.body, indent + 2) << "\n"
        << std::string(static_cast<size_t>(indent), ' ') << "}";
   }
 

@@ -22,12 +22,9 @@ std::vector<RegSet> interference(const vm::Function& fn, const Liveness& live) {
     for (uint32_t o : others.members()) adj[o].set(r);
   };
   for (size_t b = 0; b < live.blocks().size(); ++b) {
-    const BasicBlock& bb = live.blocks()[b];
-    std::vector<RegSet> after = live.live_after(b);
-    for (size_t pc = bb.begin; pc < bb.end; ++pc) {
-      for (uint32_t w : register_use(fn.code[pc]).writes)
-        interfere_with_all(w, after[pc - bb.begin]);
-    }
+    live.for_each_live_after(b, [&](size_t pc, const RegSet& after) {
+      for (uint32_t w : register_use(fn.code[pc]).writes) interfere_with_all(w, after);
+    });
     const RegSet& out = live.live_out(b);
     for (uint32_t r : out.members()) adj[r].unite(out);
   }

@@ -3,6 +3,7 @@
 
 #include <unordered_map>
 
+#include "compiler/ir/functor.h"
 #include "kernels/ops/elementwise.h"
 #include "vm/error.h"
 
@@ -64,10 +65,10 @@ KernelBinding fused_binding(const Function& f, const std::vector<ValueFacts>& pa
   std::vector<size_t> extra;  // call arguments the epilogue reads, in order
   std::vector<Follower> followers;
   std::string key = "fused[";
-  Expr e = f.body;
-  for (size_t m = 0; e.kind() == ExprKind::kLet; ++m, e = e->operands[2]) {
-    const Expr& var = e->operands[0];
-    const Expr& call = e->operands[1];
+  const LetChain members = flatten_lets(f.body);
+  for (size_t m = 0; m < members.bindings.size(); ++m) {
+    const Expr& var = members.bindings[m].var;
+    const Expr& call = members.bindings[m].value;
     DYNVM_INTERNAL_CHECK(call.kind() == ExprKind::kCall, where, ": a fused member is not a call");
     const std::string at = where + " (" + call->name + ")";
     std::vector<ValueFacts> inputs;

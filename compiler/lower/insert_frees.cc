@@ -25,18 +25,17 @@ void insert_frees(vm::Function& fn, FreeStats* stats) {
         ++count;
       }
     }
-    std::vector<RegSet> after_sets = live.live_after(b);
-    for (size_t pc = bb.begin; pc < bb.end; ++pc) {
+    live.for_each_live_after(b, [&](size_t pc, const RegSet& live_after) {
       const vm::Instruction& ins = fn.code[pc];
-      if (vm::opcode_info(ins.op).terminator) continue;
+      if (vm::opcode_info(ins.op).terminator) return;
       RegisterUse use = register_use(ins);
       for (uint32_t r : use.reads) {
-        if (after_sets[pc - bb.begin].test(r)) continue;
+        if (live_after.test(r)) continue;
         if (std::find(use.writes.begin(), use.writes.end(), r) != use.writes.end()) continue;
         after[pc].push_back({vm::Opcode::Free, {r}});
         ++count;
       }
-    }
+    });
   }
   std::vector<std::vector<vm::Instruction>> replacement(n);
   for (size_t pc = 0; pc < n; ++pc) {

@@ -136,17 +136,16 @@ Liveness::Liveness(const vm::Function& fn) : fn_(fn), num_registers_(fn.num_regi
   }
 }
 
-std::vector<RegSet> Liveness::live_after(size_t block) const {
+void Liveness::for_each_live_after(size_t block,
+                                   const std::function<void(size_t, const RegSet&)>& f) const {
   const BasicBlock& bb = blocks_[block];
-  std::vector<RegSet> after(bb.end - bb.begin, RegSet(num_registers_));
   RegSet live = live_out_[block];
   for (size_t pc = bb.end; pc-- > bb.begin;) {
-    after[pc - bb.begin] = live;
+    f(pc, live);
     RegisterUse use = register_use(fn_.code[pc]);
     for (uint32_t r : use.writes) live.reset(r);
     for (uint32_t r : use.reads) live.set(r);
   }
-  return after;
 }
 
 void rewrite_code(vm::Function& fn, const std::vector<std::vector<vm::Instruction>>& replacement) {

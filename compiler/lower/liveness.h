@@ -6,7 +6,7 @@
 //
 //   Liveness live(fn);
 //   for (size_t b = 0; b < live.blocks().size(); ++b) {
-//     std::vector<RegSet> after = live.live_after(b);  // one set per instruction of b
+//     live.for_each_live_after(b, [&](size_t pc, const RegSet& after) { ... });
 //   }
 //
 // An InvokeKernel's output registers count as reads: the kernel writes into tensors
@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "vm/executable.h"
@@ -62,8 +63,11 @@ class Liveness {
   size_t block_of(size_t pc) const { return block_of_[pc]; }
   const RegSet& live_in(size_t block) const { return live_in_[block]; }
   const RegSet& live_out(size_t block) const { return live_out_[block]; }
-  // For each instruction of `block`, in order, the registers live right after it.
-  std::vector<RegSet> live_after(size_t block) const;
+  // Calls f(pc, registers live right after pc) for each instruction of `block`, last to
+  // first. One set is updated in place: a set per instruction would take instructions x
+  // registers bits (a long straight-line function has hundreds of thousands of both).
+  void for_each_live_after(size_t block,
+                           const std::function<void(size_t, const RegSet&)>& f) const;
   size_t num_registers() const { return num_registers_; }
 
  private:

@@ -8,6 +8,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "compiler/ir/functor.h"
 #include "compiler/ir/printer.h"
 #include "compiler/lower/fused_kernel.h"
 #include "compiler/lower/shape_code.h"
@@ -36,17 +37,13 @@ struct Regs {
   }
 };
 
-// One kernel the function calls: its binding instantiated for concrete argument types.
-struct KernelUse {
-  std::string name;
-  dispatch::OpBuilder build;
-  std::vector<ops::TensorType> arg_types;
-};
-
-class FunctionLowering {
+// Each visit lowers an expression and returns the registers of its value; `where` names
+// the binding for messages, `bound_var` is the let variable the expression is bound to (0:
+// none), whose facts inference kept.
+class FunctionLowering : public ExprFunctor<Regs(const Expr&, const std::string&, uint64_t)> {
  public:
   FunctionLowering(const TypedModule& typed, const Placement& placement, vm::Executable* exe,
-                   std::vector<KernelUse>* kernels)
+                   std::vector<KernelRequest>* kernels)
       : typed_(typed),
         placement_(placement),
         exe_(exe),
@@ -60,7 +57,7 @@ class FunctionLowering {
       types_[p->var_id] = p.type();
     }
     bind_dims(f);
-    Regs result = block(f.body, "@" + f.name);
+    Regs result = expr(f.body, "@" + f.name);
     uint32_t out = result.is_tuple ? tuple_register(result) : result.one();
     code_.push_back({vm::Opcode::Ret, {out}});
     vm::Function fn;
@@ -100,60 +97,54 @@ class FunctionLowering {
     return r;
   }
 
-  // A let chain: each binding in order, then the result.
-  Regs block(const Expr& body, const std::string& where) {
-    Expr e = body;
-    while (e.kind() == ExprKind::kLet) {
-      const Expr& var = e->operands[0];
-      Regs value = expr(e->operands[1], "%" + var->name, var->var_id);
-      values_[var->var_id] = value;
-      types_[var->var_id] = var.type();
-      copy_after_binding(var->var_id, value);
-      e = e->operands[2];
+  // An operand's registers (not a binding's value).
+  Regs expr(const Expr& e, const std::string& where) { return visit(e, where, 0); }
+
+ protected:
+  // A let binding: its value's registers become the variable's.
+  void visit_binding(const Expr& var, const Expr& value, const std::string&, uint64_t) override {
+    Regs r = visit(value, "%" + var->name, var->var_id);
+    values_[var->var_id] = r;
+    types_[var->var_id] = var.type();
+    copy_after_binding(var->var_id, r);
+  }
+  Regs visit_var(const Expr& e, const std::string&, uint64_t) override {
+    auto it = values_.find(e->var_id);
+    DYNVM_INTERNAL_CHECK(it != values_.end(), "unbound %", e->name);
+    return it->second;
+  }
+  Regs visit_constant(const Expr& e, const std::string&, uint64_t) override {
+    return Regs{{constant(e->value)}, false};
+  }
+  Regs visit_tuple(const Expr& e, const std::string& where, uint64_t) override {
+    Regs t{{}, true};
+    for (const Expr& f : e->operands) t.regs.push_back(expr(f, where).one());
+    return t;
+  }
+  Regs visit_get_item(const Expr& e, const std::string& where, uint64_t) override {
+    Regs t = expr(e->operands[0], where);
+    DYNVM_INTERNAL_CHECK(t.is_tuple && static_cast<size_t>(e->index) < t.regs.size(), where,
+                         ": get_item of a non-tuple");
+    return Regs{{t.regs[static_cast<size_t>(e->index)]}, false};
+  }
+  Regs visit_call(const Expr& e, const std::string& where, uint64_t bound_var) override {
+    return call(e, where, bound_var);
+  }
+  Regs visit_if(const Expr& e, const std::string& where, uint64_t) override {
+    return if_expr(e, where);
+  }
+  Regs visit_loop(const Expr& e, const std::string& where, uint64_t) override {
+    return loop(e, where);
+  }
+  Regs visit_call_function(const Expr& e, const std::string& where, uint64_t) override {
+    const Function* callee = typed_.module.find_function(e->name);
+    if (callee == nullptr || !callee->primitive) {
+      user_error(where, ": calls of other functions are not lowered yet");
     }
-    return expr(e, where);
+    return fused_call(e, *callee, where);
   }
 
-  // `bound_var`: the let variable e is bound to (0 if none), whose facts inference kept.
-  Regs expr(const Expr& e, const std::string& where, uint64_t bound_var = 0) {
-    switch (e.kind()) {
-      case ExprKind::kVar: {
-        auto it = values_.find(e->var_id);
-        DYNVM_INTERNAL_CHECK(it != values_.end(), "unbound %", e->name);
-        return it->second;
-      }
-      case ExprKind::kConstant:
-        return Regs{{constant(e->value)}, false};
-      case ExprKind::kTuple: {
-        Regs t{{}, true};
-        for (const Expr& f : e->operands) t.regs.push_back(expr(f, where).one());
-        return t;
-      }
-      case ExprKind::kGetItem: {
-        Regs t = expr(e->operands[0], where);
-        DYNVM_INTERNAL_CHECK(t.is_tuple && static_cast<size_t>(e->index) < t.regs.size(), where,
-                             ": get_item of a non-tuple");
-        return Regs{{t.regs[static_cast<size_t>(e->index)]}, false};
-      }
-      case ExprKind::kLet:
-        return block(e, where);
-      case ExprKind::kCall:
-        return call(e, where, bound_var);
-      case ExprKind::kIf:
-        return if_expr(e, where);
-      case ExprKind::kLoop:
-        return loop(e, where);
-      case ExprKind::kCallFunction: {
-        const Function* callee = typed_.module.find_function(e->name);
-        if (callee == nullptr || !callee->primitive) {
-          user_error(where, ": calls of other functions are not lowered yet");
-        }
-        return fused_call(e, *callee, where);
-      }
-    }
-    internal_error(__FILE__, __LINE__, "unknown expression kind");
-  }
-
+ private:
   uint32_t constant(const vm::Tensor& t) {
     auto it = constant_index_.find(t.data());
     size_t index;
@@ -310,7 +301,8 @@ class FunctionLowering {
               const std::vector<Type>& outputs, bool tuple, Operand&& operand,
               const std::string& where) {
     std::vector<ops::TensorType> arg_types;
-    std::vector<int64_t> args{static_cast<int64_t>(kernel_index(b, inputs, where, &arg_types)),
+    std::vector<int64_t> args{
+        static_cast<int64_t>(kernel_index(b, inputs, outputs.size(), where, &arg_types)),
                               static_cast<int64_t>(b.args.size())};
     for (size_t i : b.args) args.push_back(operand(i));
     Regs out{{}, tuple};
@@ -361,7 +353,8 @@ class FunctionLowering {
 
   // The kernel for this binding and these argument types (shared between equal uses).
   size_t kernel_index(const KernelBinding& b, const std::vector<ValueFacts>& inputs,
-                      const std::string& where, std::vector<ops::TensorType>* arg_types) {
+                      size_t num_outputs, const std::string& where,
+                      std::vector<ops::TensorType>* arg_types) {
     std::string key = b.key;
     for (size_t i : b.args) {
       if (i >= inputs.size() || inputs[i].absent()) {
@@ -383,6 +376,13 @@ class FunctionLowering {
         name += '_';
     }
     kernels_->push_back({name, b.build, *arg_types});
+    // Its entry in the kernel table: arity now (the verifier checks calls against it),
+    // variants when generate_kernels compiles it.
+    vm::Kernel declared;
+    declared.name = name;
+    declared.num_inputs = static_cast<uint32_t>(b.args.size());
+    declared.num_outputs = static_cast<uint32_t>(num_outputs);
+    exe_->kernels.push_back(declared);
     kernel_keys_[key] = index;
     return index;
   }
@@ -515,7 +515,7 @@ class FunctionLowering {
     // The body's results as the loop moves them on: cond' to the host, carried' to the
     // carried registers' device, scan elements to the stacking kernel's.
     Regs out =
-        copied_for_join(block(body.body, where + " (loop body)"), join ? &join->second : nullptr);
+        copied_for_join(expr(body.body, where + " (loop body)"), join ? &join->second : nullptr);
     DYNVM_INTERNAL_CHECK(out.is_tuple && out.regs.size() == 1 + carried.size() + scans, where,
                          ": the loop body returns ", out.regs.size(), " values");
     uint32_t next_cond = load_scalar(out.regs[0]);
@@ -645,7 +645,7 @@ class FunctionLowering {
     ValueFacts elem_facts;
     elem_facts.type = elem;
     std::vector<ops::TensorType> arg_types;
-    size_t kernel = kernel_index(copy, {elem_facts}, where, &arg_types);
+    size_t kernel = kernel_index(copy, {elem_facts}, 1, where, &arg_types);
     uint32_t k = imm(0), one = imm(1);
     const size_t head = code_.size();
     uint32_t more = next_reg_++;
@@ -679,7 +679,7 @@ class FunctionLowering {
   const TypedModule& typed_;
   const Placement& placement_;  // where values live, what is copied (passes/place_devices.h)
   vm::Executable* exe_;
-  std::vector<KernelUse>* kernels_;
+  std::vector<KernelRequest>* kernels_;
   std::vector<vm::Instruction> code_;
   uint32_t next_reg_ = 0;
   ShapeCode shapes_;
@@ -721,34 +721,22 @@ vm::TensorSpec spec_of(const std::string& name, const Type& t, const Module& m) 
 
 }  // namespace
 
-vm::Executable lower_module(const TypedModule& typed, const LowerOptions& options) {
-  return lower_module(typed, place_devices(typed, options.kernel_device), options);
-}
-
-vm::Executable lower_module(const TypedModule& typed, const Placement& placement,
-                            const LowerOptions& options) {
+Lowered emit_bytecode(const TypedModule& typed, const Placement& placement,
+                      const LowerOptions& options) {
   DYNVM_INTERNAL_CHECK(placement.kernel_device == options.kernel_device, "placed for ",
                        vm::device_name(placement.kernel_device), ", lowered for ",
                        vm::device_name(options.kernel_device));
   const Module& m = typed.module;
   const Function* entry = m.find_function(m.entry);
   if (entry == nullptr) user_error("the module has no function @", m.entry);
-  vm::Executable exe;
+  Lowered out;
+  vm::Executable& exe = out.exe;
   exe.target = options.target.description();
   exe.producer = options.producer;
-  std::vector<KernelUse> kernels;
-  FunctionLowering lowering(typed, placement, &exe, &kernels);
+  FunctionLowering lowering(typed, placement, &exe, &out.kernels);
   exe.functions.push_back(lowering.lower(*entry));
   exe.entry = 0;
   for (const Expr& p : entry->params) exe.inputs.push_back(spec_of(p->name, p.type(), m));
-  // Storage reuse and arenas (plan_memory.h), a Free after each register's last use
-  // (insert_frees.h), then values that are never alive together share a register
-  // (allocate_registers.h).
-  LowerStats stats;
-  if (options.plan_memory) plan_memory(exe.functions[0], exe.inputs, &stats.memory);
-  insert_frees(exe.functions[0], &stats.frees);
-  allocate_registers(exe.functions[0], &stats.registers);
-  if (options.stats != nullptr) *options.stats = stats;
   const Type& result = entry->result_type;
   auto output_name = [&](size_t k) {
     return k < entry->result_names.size() ? entry->result_names[k] : "output_" + std::to_string(k);
@@ -760,42 +748,7 @@ vm::Executable lower_module(const TypedModule& typed, const Placement& placement
   } else {
     exe.outputs.push_back(spec_of(output_name(0), result, m));
   }
-
-  // Kernels are generated for the CPU only (LLVM, kernels/codegen). This is where a CUDA
-  // code generator plugs in (docs/compiler.md): until then, one clear refusal.
-  if (!kernels.empty() && options.kernel_device != vm::kCpu) {
-    user_error("kernels for ", vm::device_name(options.kernel_device),
-               " are not generated yet: dynvm has no CUDA code generator (", kernels.size(),
-               " kernels needed; compile for the CPU)");
-  }
-  // Every kernel, specialized for the sizes asked for and for residue classes.
-  std::vector<dispatch::SpecializedOp> ops;
-  for (const KernelUse& k : kernels) {
-    dispatch::SpecializeOptions so;
-    so.residue_classes = options.residue_variants;
-    // Static sizes apply to the dims this kernel's arguments have alone.
-    for (const auto& shape : options.static_shapes) {
-      std::map<std::string, int64_t> mine;
-      for (const auto& [name, value] : shape) {
-        for (const ops::TensorType& t : k.arg_types) {
-          for (const arith::Expr& d : t.shape) {
-            if (d.kind() == arith::ExprKind::kVar && d->name == name) mine[name] = value;
-          }
-        }
-      }
-      if (!mine.empty()) so.static_shapes.push_back(mine);
-    }
-    ops.push_back(dispatch::specialize(k.name, k.build, k.arg_types, so));
-  }
-  if (!ops.empty()) {
-    dispatch::CompileOptions co;
-    co.library_index = 0;
-    co.progress = options.progress;
-    dispatch::CompiledKernels compiled = dispatch::compile_kernels(ops, options.target, co);
-    exe.libraries.push_back(std::move(compiled.library));
-    exe.kernels = std::move(compiled.kernels);
-  }
-  return exe;
+  return out;
 }
 
 }  // namespace dynvm::compiler

@@ -10,7 +10,7 @@
 
 #include <cstddef>
 
-#include "compiler/ir/module.h"
+#include "compiler/passes/pass.h"
 
 namespace dynvm::compiler {
 
@@ -19,6 +19,6 @@ struct DceStats {
   size_t functions_removed = 0;
 };
 
-Module dce(const Module& module, DceStats* stats = nullptr);
+PassResult dce(const TypedModule& in, DceStats* stats = nullptr);
 
 }  // namespace dynvm::compiler

@@ -2,62 +2,58 @@
 // recurrent_{lstm,gru,rnn}.cc, the loop they share in recurrent_cell.cc.
 #include "compiler/passes/expand_recurrent.h"
 
+#include "compiler/ir/functor.h"
 #include "compiler/passes/recurrent_cell.h"
 #include "vm/error.h"
 
 namespace dynvm::compiler {
 namespace {
 
-class Expander {
+class Expander : public ExprMutator {
  public:
-  Expr visit(const Expr& e, const std::string& where) {
-    if (!e.defined()) return e;
-    switch (e.kind()) {
-      case ExprKind::kVar:
-      case ExprKind::kConstant:
-        return e;
-      case ExprKind::kLet: {
-        const Expr& var = e->operands[0];
-        return make_let(var, visit(e->operands[1], "%" + var->name), visit(e->operands[2], where));
-      }
-      case ExprKind::kLoop: {
-        auto body = std::make_shared<Function>(*e->body);
-        body->body = visit(body->body, where);
-        std::vector<Expr> carried;
-        for (const Expr& c : loop_carried(e)) carried.push_back(visit(c, where));
-        return make_loop(visit(loop_max_trip(e), where), visit(loop_cond(e), where), carried, body,
-                         e->index, e.type());
-      }
-      default:
-        break;
-    }
-    std::vector<Expr> ops;
-    for (const Expr& o : e->operands) ops.push_back(visit(o, where));
-    switch (e.kind()) {
-      case ExprKind::kCall:
-        if (e->name == "LSTM")
-          return recurrent::expand_lstm(make_call(e->name, ops, e->attrs), where + " = LSTM");
-        if (e->name == "GRU")
-          return recurrent::expand_gru(make_call(e->name, ops, e->attrs), where + " = GRU");
-        if (e->name == "RNN")
-          return recurrent::expand_rnn(make_call(e->name, ops, e->attrs), where + " = RNN");
-        return with_operands(e, std::move(ops));
-      default:
-        return with_operands(e, std::move(ops));
-    }
+  size_t expanded = 0;
+
+  // Errors outside any binding name the function (a Loop body keeps its loop's binding).
+  void enter_function(const std::string& name) { where_ = "@" + name; }
+
+ protected:
+  // Errors name the binding a recurrent node is bound to.
+  Binding rewrite_binding(const Expr& var, const Expr& value) override {
+    std::string saved = where_;
+    where_ = "%" + var->name;
+    Expr v = mutate(value);
+    where_ = saved;
+    return {var, v};
   }
+
+  Expr visit_call(const Expr& e) override {
+    Expr call = ExprMutator::visit_call(e);
+    const std::string& op = call->name;
+    if (op != "LSTM" && op != "GRU" && op != "RNN") return call;
+    ++expanded;
+    // The cells build an untyped loop from the node's operands and attributes.
+    Expr node = make_call(op, call->operands, call->attrs);
+    const std::string where = where_ + " = " + op;
+    if (op == "LSTM") return recurrent::expand_lstm(node, where);
+    if (op == "GRU") return recurrent::expand_gru(node, where);
+    return recurrent::expand_rnn(node, where);
+  }
+
+ private:
+  std::string where_;
 };
 
 }  // namespace
 
-Module expand_recurrent(const Module& module) {
-  Module out = module;
-  for (auto& f : out.functions) {
-    auto g = std::make_shared<Function>(*f);
-    g->body = Expander().visit(g->body, "@" + g->name);
-    f = g;
+PassResult expand_recurrent(const TypedModule& in) {
+  Expander expander;
+  TypedModule out = in;
+  for (auto& f : out.module.functions) {
+    expander.enter_function(f->name);
+    f = expander.mutate_function(f);
   }
-  return out;
+  return PassResult(std::move(out), expander.expanded > 0,
+                    str_cat(expander.expanded, " recurrent nodes expanded into loops"));
 }
 
 }  // namespace dynvm::compiler

@@ -12,10 +12,10 @@
 // Runs on the untyped IR, before infer_types. The cells: recurrent_{lstm,gru,rnn}.cc.
 #pragma once
 
-#include "compiler/ir/module.h"
+#include "compiler/passes/pass.h"
 
 namespace dynvm::compiler {
 
-Module expand_recurrent(const Module& module);
+PassResult expand_recurrent(const TypedModule& in);
 
 }  // namespace dynvm::compiler

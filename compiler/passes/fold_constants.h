@@ -4,14 +4,15 @@
 // Loop bodies alike (loop-invariant weight math such as the transposes expand_recurrent
 // makes). No operator is evaluated by C++ written for it: the foldable calls of the whole
 // module become one small module (a function without parameters returning them all),
-// which is typed, lowered (one kernel library, one LLVM compile) and run on the VM like
-// any model; the results replace the calls.
+// which is typed, lowered (pipeline.h's lower_module: one kernel library, one LLVM compile)
+// and run on the VM like any model; the results replace the calls.
 //
 // Not folded: `dynvm.*` ops, calls without operands or without a kernel binding, calls
 // whose output type is not fully static or has more than kMaxFoldedElements elements.
 // If and Loop are never folded themselves (calls inside them are). When the batch cannot
-// be lowered or run (an op's binding refuses a dtype, a kernel fails on a value), nothing
-// is folded: the module is returned unchanged and `FoldStats::error` says why.
+// be lowered or run (a UserError: an op's binding refuses a dtype, a kernel fails on a
+// value), nothing is folded: the module is returned unchanged and `FoldStats::error` says
+// why. An InternalError (a dynvm bug) is not caught.
 //
 // Runs on the typed module (after infer_types) and re-types what it folded, so later
 // steps see the folded values as constants (ValueFacts::constant); the folded lets' old
@@ -33,6 +34,6 @@ struct FoldStats {
   std::string error;  // non-empty: the batch failed and nothing was folded
 };
 
-TypedModule fold_constants(const TypedModule& typed, FoldStats* stats = nullptr);
+PassResult fold_constants(const TypedModule& typed, FoldStats* stats = nullptr);
 
 }  // namespace dynvm::compiler

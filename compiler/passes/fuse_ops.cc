@@ -1,10 +1,12 @@
 // Operator fusion (see fuse_ops.h).
 #include "compiler/passes/fuse_ops.h"
 
+#include <algorithm>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "compiler/ir/functor.h"
 #include "compiler/op/binding.h"
 #include "vm/error.h"
 
@@ -34,41 +36,78 @@ std::string dims_text(const Type& t) {
 }
 
 // The variables an expression reads, nested bodies included.
-void collect_reads(const Expr& e, std::unordered_set<uint64_t>* out) {
-  if (!e.defined()) return;
-  if (e.kind() == ExprKind::kVar) {
-    out->insert(e->var_id);
-    return;
-  }
-  for (const Expr& o : e->operands) collect_reads(o, out);
-  if (e.kind() == ExprKind::kLoop) collect_reads(e->body->body, out);
-}
+class Reads : public ExprVisitor {
+ public:
+  explicit Reads(std::unordered_set<uint64_t>* out) : out_(out) {}
 
-struct Let {
-  Expr var;
-  Expr value;
+ protected:
+  void visit_var(const Expr& e) override { out_->insert(e->var_id); }
+
+ private:
+  std::unordered_set<uint64_t>* out_;
 };
+
+void collect_reads(const Expr& e, std::unordered_set<uint64_t>* out) { Reads(out).visit(e); }
+
+using Let = Binding;
 
 struct Group {
   std::vector<size_t> members;  // let indices, in order; members[0] is the anchor
   std::string shape;            // dims_text of the anchor's type
 };
 
-class Fuser {
+class Fuser : public ExprMutator {
  public:
   explicit Fuser(const TypedModule& typed) : typed_(typed) {}
 
-  TypedModule run() {
+  PassResult run() {
     TypedModule out = typed_;
-    for (auto& f : out.module.functions) {
-      if (f->primitive) continue;
-      auto nf = std::make_shared<Function>(*f);
-      for (const Expr& p : nf->params) types_[p->var_id] = p.type();
-      nf->body = block(nf->body);
-      f = nf;
-    }
+    for (auto& f : out.module.functions) f = mutate_function(f);
     for (auto& f : fused_) out.module.functions.push_back(f);
-    return out;
+    return PassResult(std::move(out), !fused_.empty(),
+                      str_cat(fused_.size(), " groups fused (", fused_calls_, " calls)"));
+  }
+
+  // Module functions and Loop bodies; fused groups are left as they are.
+  std::shared_ptr<const Function> mutate_function(
+      const std::shared_ptr<const Function>& f) override {
+    if (f->primitive) return f;
+    for (const Expr& p : f->params) types_[p->var_id] = p.type();
+    return ExprMutator::mutate_function(f);
+  }
+
+ protected:
+  // A let chain: nested bodies first (the base rewrites each binding), then the chain's
+  // own groups.
+  Expr visit_let(const Expr& e) override {
+    RewrittenChain r = rewrite_let_chain(e);
+    std::vector<Let>& lets = r.chain.bindings;
+    std::vector<Group> groups = find_groups(lets);
+    cut_back(lets, r.chain.body, &groups);
+    if (std::none_of(groups.begin(), groups.end(),
+                     [](const Group& g) { return g.members.size() >= 2; })) {
+      return r.changed ? make_let_chain(lets, r.chain.body) : e;
+    }
+    std::unordered_map<size_t, const Group*> last_of;
+    std::unordered_set<size_t> inner;
+    for (const Group& g : groups) {
+      if (g.members.size() < 2) continue;
+      last_of[g.members.back()] = &g;
+      for (size_t k = 0; k + 1 < g.members.size(); ++k) inner.insert(g.members[k]);
+    }
+    std::vector<Let> out;
+    for (size_t i = 0; i < lets.size(); ++i) {
+      if (inner.count(i)) continue;
+      auto g = last_of.find(i);
+      out.push_back({lets[i].var, g == last_of.end() ? lets[i].value : fused_call(lets, *g->second)});
+    }
+    return make_let_chain(out, r.chain.body);
+  }
+
+  Binding rewrite_binding(const Expr& var, const Expr& value) override {
+    Expr v = mutate(value);
+    types_[var->var_id] = var.type();
+    return {var, v};
   }
 
  private:
@@ -82,6 +121,13 @@ class Fuser {
     if (e->name.rfind("dynvm.", 0) == 0) return kNone;
     auto known = typed_.facts.find(let.var->var_id);
     if (known != typed_.facts.end() && known->second.value) return kNone;  // a host value
+    // A fused function's body reads only its parameters and constants: a call whose operand
+    // is a nested expression (the recurrent cells build `Add(MatMul(..), MatMul(..))`) stays
+    // out of groups.
+    for (const Expr& o : e->operands) {
+      const bool absent = o.kind() == ExprKind::kTuple && o->operands.empty();
+      if (o.kind() != ExprKind::kVar && o.kind() != ExprKind::kConstant && !absent) return kNone;
+    }
     const BindFn* bind = find_binding(e->name);
     if (bind == nullptr) return kNone;
     try {
@@ -102,50 +148,6 @@ class Fuser {
     } catch (const UserError&) {
       return kNone;  // lowering reports it
     }
-  }
-
-  Expr nested(const Expr& e) {
-    switch (e.kind()) {
-      case ExprKind::kIf:
-        return make_if(e->operands[0], block(e->operands[1]), block(e->operands[2]), e.type());
-      case ExprKind::kLoop: {
-        auto body = std::make_shared<Function>(*e->body);
-        for (const Expr& p : body->params) types_[p->var_id] = p.type();
-        body->body = block(body->body);
-        return make_loop(loop_max_trip(e), loop_cond(e), loop_carried(e), body, e->index, e.type());
-      }
-      default:
-        return e;
-    }
-  }
-
-  Expr block(const Expr& body) {
-    std::vector<Let> lets;
-    Expr e = body;
-    while (e.kind() == ExprKind::kLet) {
-      lets.push_back({e->operands[0], nested(e->operands[1])});
-      types_[e->operands[0]->var_id] = e->operands[0].type();
-      e = e->operands[2];
-    }
-    Expr result = nested(e);
-    std::vector<Group> groups = find_groups(lets);
-    cut_back(lets, result, &groups);
-
-    std::unordered_map<size_t, const Group*> last_of;
-    std::unordered_set<size_t> inner;
-    for (const Group& g : groups) {
-      if (g.members.size() < 2) continue;
-      last_of[g.members.back()] = &g;
-      for (size_t k = 0; k + 1 < g.members.size(); ++k) inner.insert(g.members[k]);
-    }
-    Expr out = result;
-    for (size_t i = lets.size(); i-- > 0;) {
-      if (inner.count(i)) continue;
-      auto g = last_of.find(i);
-      Expr value = g == last_of.end() ? lets[i].value : fused_call(lets, *g->second);
-      out = make_let(lets[i].var, value, out);
-    }
-    return out;
   }
 
   std::vector<Group> find_groups(const std::vector<Let>& lets) {
@@ -247,16 +249,18 @@ class Fuser {
     f->name = "fused" + std::to_string(fused_.size()) + "_" + lets[g.members[0]].value->name +
               "_x" + std::to_string(g.members.size());
     fused_.push_back(f);
+    fused_calls_ += g.members.size();
     return make_call_function(f->name, args, f->result_type);
   }
 
   const TypedModule& typed_;
   std::unordered_map<uint64_t, Type> types_;
   std::vector<std::shared_ptr<const Function>> fused_;
+  size_t fused_calls_ = 0;
 };
 
 }  // namespace
 
-TypedModule fuse_ops(const TypedModule& typed) { return Fuser(typed).run(); }
+PassResult fuse_ops(const TypedModule& typed) { return Fuser(typed).run(); }
 
 }  // namespace dynvm::compiler

@@ -22,6 +22,6 @@
 
 namespace dynvm::compiler {
 
-TypedModule fuse_ops(const TypedModule& typed);
+PassResult fuse_ops(const TypedModule& typed);
 
 }  // namespace dynvm::compiler

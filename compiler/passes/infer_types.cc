@@ -6,6 +6,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "compiler/ir/functor.h"
 #include "compiler/ir/printer.h"
 #include "compiler/op/registry.h"
 #include "vm/error.h"
@@ -104,7 +105,9 @@ Info join_info(const Info& a, const Info& b, const std::string& where) {
   return out;
 }
 
-class TypeInferencer {
+// A mutator that types every node it rebuilds. Besides the typed expression, each visit
+// leaves what is known about its value in `info_` (read right after, by `typed`).
+class TypeInferencer : public ExprMutator {
  public:
   explicit TypeInferencer(const Module& m) : module_(m) {
     for (const DimSymbol& d : m.dims) analyzer_.bind(d.var, d.min, d.max);
@@ -169,7 +172,7 @@ class TypeInferencer {
     for (size_t k = 0; k < f.params.size(); ++k) {
       typed->params.push_back(bind(f.params[k], args[k]));
     }
-    auto [body, info] = visit(f.body);
+    auto [body, info] = typed_expr(f.body);
     typed->body = body;
     typed->result_type = info.type();
     typed->result_names = f.result_names;
@@ -181,73 +184,78 @@ class TypeInferencer {
     return with_type(var, info.type());
   }
 
-  std::pair<Expr, Info> visit(const Expr& e) {
-    switch (e.kind()) {
-      case ExprKind::kVar: {
-        auto it = env_.find(e->var_id);
-        if (it == env_.end()) user_error("infer types: %", e->name, " is used but never bound");
-        return {with_type(e, it->second.type()), it->second};
-      }
-      case ExprKind::kConstant:
-        return {e, constant(e->value)};
-      case ExprKind::kCall:
-        return call(e);
-      case ExprKind::kTuple: {
-        std::vector<Expr> fields;
-        std::vector<Info> infos;
-        for (const Expr& f : e->operands) {
-          auto [fe, fi] = visit(f);
-          fields.push_back(fe);
-          infos.push_back(fi);
-        }
-        Info i = tuple_info(infos);
-        return {make_tuple(fields, i.type()), i};
-      }
-      case ExprKind::kGetItem: {
-        auto [te, ti] = visit(e->operands[0]);
-        if (ti.type().kind() != TypeKind::kTuple) {
-          user_error(where_, ": .", e->index, " of a non-tuple (", to_string(ti.type()), ")");
-        }
-        if (static_cast<size_t>(e->index) >= ti.fields.size()) {
-          user_error(where_, ": .", e->index, " of a ", ti.fields.size(), "-tuple");
-        }
-        Info fi = ti.fields[static_cast<size_t>(e->index)];
-        return {make_get_item(te, e->index, fi.type()), fi};
-      }
-      case ExprKind::kLet: {
-        const Expr& var = e->operands[0];
-        std::string saved = where_;
-        where_ = "%" + var->name;
-        auto [ve, vi] = visit(e->operands[1]);
-        where_ = saved;
-        Expr typed_var = bind(var, vi);
-        if (vi.fields.empty() && vi.type().is_tensor()) facts_[var->var_id] = vi.facts;
-        auto [be, bi] = visit(e->operands[2]);
-        return {make_let(typed_var, ve, be), bi};
-      }
-      case ExprKind::kIf:
-        return if_expr(e);
-      case ExprKind::kLoop:
-        return loop(e);
-      case ExprKind::kCallFunction: {
-        const Function* callee = module_.find_function(e->name);
-        if (callee == nullptr) user_error(where_, ": call of unknown function @", e->name);
-        std::vector<Expr> args;
-        std::vector<Info> infos;
-        for (const Expr& a : e->operands) {
-          auto [ae, ai] = visit(a);
-          args.push_back(ae);
-          infos.push_back(ai);
-        }
-        if (args.size() != callee->params.size()) {
-          user_error(where_, ": @", e->name, " takes ", callee->params.size(), " arguments, got ",
-                     args.size());
-        }
-        Info result = function(*callee, infos).second;
-        return {make_call_function(e->name, args, result.type()), result};
-      }
+  // `e` typed, and what is known about its value.
+  std::pair<Expr, Info> typed_expr(const Expr& e) {
+    Expr t = mutate(e);
+    return {t, info_};
+  }
+  Expr result(std::pair<Expr, Info> typed) {
+    info_ = std::move(typed.second);
+    return std::move(typed.first);
+  }
+
+  Expr visit_var(const Expr& e) override {
+    auto it = env_.find(e->var_id);
+    if (it == env_.end()) user_error("infer types: %", e->name, " is used but never bound");
+    info_ = it->second;
+    return with_type(e, it->second.type());
+  }
+  Expr visit_constant(const Expr& e) override {
+    info_ = constant(e->value);
+    return e;
+  }
+  Expr visit_call(const Expr& e) override { return result(call(e)); }
+  Expr visit_tuple(const Expr& e) override {
+    std::vector<Expr> fields;
+    std::vector<Info> infos;
+    for (const Expr& f : e->operands) {
+      auto [fe, fi] = typed_expr(f);
+      fields.push_back(fe);
+      infos.push_back(fi);
     }
-    internal_error(__FILE__, __LINE__, "unknown expression kind");
+    info_ = tuple_info(infos);
+    return make_tuple(fields, info_.type());
+  }
+  Expr visit_get_item(const Expr& e) override {
+    auto [te, ti] = typed_expr(e->operands[0]);
+    if (ti.type().kind() != TypeKind::kTuple) {
+      user_error(where_, ": .", e->index, " of a non-tuple (", to_string(ti.type()), ")");
+    }
+    if (static_cast<size_t>(e->index) >= ti.fields.size()) {
+      user_error(where_, ": .", e->index, " of a ", ti.fields.size(), "-tuple");
+    }
+    info_ = ti.fields[static_cast<size_t>(e->index)];
+    return make_get_item(te, e->index, info_.type());
+  }
+  // The chain's bindings one by one (the base walks it); the body's info is the chain's.
+  Binding rewrite_binding(const Expr& var, const Expr& value) override {
+    std::string saved = where_;
+    where_ = "%" + var->name;
+    auto [ve, vi] = typed_expr(value);
+    where_ = saved;
+    Expr typed_var = bind(var, vi);
+    if (vi.fields.empty() && vi.type().is_tensor()) facts_[var->var_id] = vi.facts;
+    return {typed_var, ve};
+  }
+  Expr visit_if(const Expr& e) override { return result(if_expr(e)); }
+  Expr visit_loop(const Expr& e) override { return result(loop(e)); }
+  Expr visit_call_function(const Expr& e) override {
+    const Function* callee = module_.find_function(e->name);
+    if (callee == nullptr) user_error(where_, ": call of unknown function @", e->name);
+    std::vector<Expr> args;
+    std::vector<Info> infos;
+    for (const Expr& a : e->operands) {
+      auto [ae, ai] = typed_expr(a);
+      args.push_back(ae);
+      infos.push_back(ai);
+    }
+    if (args.size() != callee->params.size()) {
+      user_error(where_, ": @", e->name, " takes ", callee->params.size(), " arguments, got ",
+                 args.size());
+    }
+    Info r = function(*callee, infos).second;
+    info_ = r;
+    return make_call_function(e->name, args, r.type());
   }
 
   static Info constant(const vm::Tensor& t) {
@@ -283,7 +291,7 @@ class TypeInferencer {
     std::vector<Expr> args;
     std::vector<ValueFacts> facts;
     for (const Expr& a : e->operands) {
-      auto [ae, ai] = visit(a);
+      auto [ae, ai] = typed_expr(a);
       args.push_back(ae);
       bool absent = ae.kind() == ExprKind::kTuple && ae->operands.empty();
       if (!absent && ai.type().kind() != TypeKind::kTensor) {
@@ -312,13 +320,13 @@ class TypeInferencer {
 
   std::pair<Expr, Info> if_expr(const Expr& e) {
     const std::string where = where_.empty() ? "if" : where_ + " = if";
-    auto [ce, ci] = visit(e->operands[0]);
+    auto [ce, ci] = typed_expr(e->operands[0]);
     if (!ci.type().is_tensor() || ci.type()->dtype != vm::DType::kBool) {
       user_error(where, ": the condition is ", to_string(ci.type()), ", expected bool");
     }
     // A condition decided for every size the dims' ranges allow: the If is its branch.
     if (ci.facts.value && ci.facts.value->size() == 1 && (*ci.facts.value)[0].is_const()) {
-      return visit(e->operands[(*ci.facts.value)[0].value() != 0 ? 1 : 2]);
+      return typed_expr(e->operands[(*ci.facts.value)[0].value() != 0 ? 1 : 2]);
     }
     // version_entry's dispatch (a chain of Ifs ending in a run-time error): every version
     // must type, and the final error takes the last version's type.
@@ -328,7 +336,7 @@ class TypeInferencer {
         Expr fails = with_type(e->operands[2], ti.type());
         return {make_if(ce, te, fails, ti.type()), ti};
       }
-      auto [ee, ei] = visit(e->operands[2]);
+      auto [ee, ei] = typed_expr(e->operands[2]);
       Info joined = join_info(ti, ei, where + ": the versions' result types differ");
       return {make_if(ce, te, ee, joined.type()), joined};
     }
@@ -339,12 +347,12 @@ class TypeInferencer {
     std::optional<std::string> then_error, else_error;
     std::pair<Expr, Info> then_typed, else_typed;
     try {
-      then_typed = visit(e->operands[1]);
+      then_typed = typed_expr(e->operands[1]);
     } catch (const UserError& error) {
       then_error = error.what();
     }
     try {
-      else_typed = visit(e->operands[2]);
+      else_typed = typed_expr(e->operands[2]);
     } catch (const UserError& error) {
       else_error = error.what();
     }
@@ -396,7 +404,7 @@ class TypeInferencer {
     }
     const std::string saved = where_;
     try {
-      return visit(branch);
+      return typed_expr(branch);
     } catch (const UserError& error) {
       where_ = saved;
       throw UserError(label + error.what());
@@ -407,21 +415,21 @@ class TypeInferencer {
     const std::string where = where_.empty() ? "loop" : where_ + " = loop";
     Expr max_trip, cond;
     Info trip_info;
-    if (loop_max_trip(e).defined()) std::tie(max_trip, trip_info) = visit(loop_max_trip(e));
+    if (loop_max_trip(e).defined()) std::tie(max_trip, trip_info) = typed_expr(loop_max_trip(e));
     // A condition that starts true and that the body maps true -> true stays true (by
     // induction), so such a loop runs exactly max_trip times, like one without a condition
     // (exporters always pass cond = true).
     bool cond_starts_true = true;
     if (loop_cond(e).defined()) {
       Info ci;
-      std::tie(cond, ci) = visit(loop_cond(e));
+      std::tie(cond, ci) = typed_expr(loop_cond(e));
       cond_starts_true = ci.facts.value && ci.facts.value->size() == 1 &&
                          (*ci.facts.value)[0].is_const() && (*ci.facts.value)[0].value() != 0;
     }
     std::vector<Expr> init;
     std::vector<Info> carried;
     for (const Expr& c : loop_carried(e)) {
-      auto [ce, ci] = visit(c);
+      auto [ce, ci] = typed_expr(c);
       init.push_back(ce);
       carried.push_back(ci);
     }
@@ -490,11 +498,17 @@ class TypeInferencer {
   std::vector<std::string> warnings_;
   std::set<std::string> active_;
   std::string where_;
+  Info info_;  // of the expression visited last (typed_expr)
 };
 
 }  // namespace
 
-Module infer_types(const Module& module) { return TypeInferencer(module).run(); }
+PassResult infer_types(const TypedModule& in) {
+  TypedModule out = infer_types_with_facts(in.module);
+  std::string summary = str_cat(out.facts.size(), " tensor values typed");
+  if (!out.warnings.empty()) summary += str_cat(", ", out.warnings.size(), " branches unreachable");
+  return PassResult(std::move(out), true, summary);
+}
 
 TypedModule infer_types_with_facts(const Module& module) {
   TypeInferencer inferencer(module);

@@ -13,21 +13,14 @@
 
 #include "compiler/ir/module.h"
 #include "compiler/op/registry.h"
+#include "compiler/passes/pass.h"
 
 namespace dynvm::compiler {
 
-Module infer_types(const Module& module);
-
-// The typed module and what inference knew about each let-bound tensor variable (by
-// var_id): known values and constants, which lowering uses to compute shape arithmetic on
-// the host and to hand bindings their compile-time inputs.
-struct TypedModule {
-  Module module;
-  std::unordered_map<uint64_t, ValueFacts> facts;
-  // Branches typed as unreachable for the declared dims (a call of `dynvm.Unreachable`,
-  // lowered to a run-time error with its `message`), for the compiler to report.
-  std::vector<std::string> warnings;
-};
+// The pass (pass.h): `in.module` typed, its facts and warnings. Always "changed" (types
+// are added).
+PassResult infer_types(const TypedModule& in);
+// The same for an untyped module, without the report (tests, fold_constants).
 TypedModule infer_types_with_facts(const Module& module);
 
 // The facts of a call's operand: what inference recorded for a let-bound variable, else its

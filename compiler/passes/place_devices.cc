@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 
+#include "compiler/ir/functor.h"
 #include "compiler/op/binding.h"
 #include "vm/error.h"
 
@@ -64,7 +65,9 @@ void add_unique(std::vector<vm::Device>* to, vm::Device d) {
   if (std::find(to->begin(), to->end(), d) == to->end()) to->push_back(d);
 }
 
-class Placer {
+// Each visit returns where the expression's value lives; `where` names the binding for
+// messages, `bound_var` is the let variable the expression is bound to (0: none).
+class Placer : public ExprFunctor<Placed(const Expr&, const std::string&, uint64_t)> {
  public:
   Placer(const TypedModule& typed, vm::Device kernel_device) : typed_(typed) {
     out_.kernel_device = kernel_device;
@@ -76,8 +79,45 @@ class Placer {
     if (entry == nullptr) user_error("the module has no function @", m.entry);
     // Inputs arrive from the caller (vmrun, the e2e harness) as host tensors.
     for (const Expr& p : entry->params) bind(p, Placed{{vm::kCpu}});
-    block(entry->body, "@" + entry->name);
+    expr(entry->body, "@" + entry->name);
     return std::move(out_);
+  }
+
+ protected:
+  void visit_binding(const Expr& var, const Expr& value, const std::string&, uint64_t) override {
+    bind(var, visit(value, "%" + var->name, var->var_id));
+  }
+  Placed visit_var(const Expr& e, const std::string&, uint64_t) override {
+    auto it = out_.devices.find(e->var_id);
+    DYNVM_INTERNAL_CHECK(it != out_.devices.end(), "unplaced %", e->name);
+    return Placed{it->second, unreachable_.count(e->var_id) != 0};
+  }
+  // The executable's constant table is host memory.
+  Placed visit_constant(const Expr&, const std::string&, uint64_t) override {
+    return Placed{{vm::kCpu}};
+  }
+  Placed visit_tuple(const Expr& e, const std::string& where, uint64_t) override {
+    Placed t;
+    for (const Expr& f : e->operands) t.fields.push_back(expr(f, where).one());
+    return t;
+  }
+  Placed visit_get_item(const Expr& e, const std::string& where, uint64_t) override {
+    Placed t = expr(e->operands[0], where);
+    DYNVM_INTERNAL_CHECK(static_cast<size_t>(e->index) < t.fields.size(), where,
+                         ": get_item of a non-tuple");
+    return Placed{{t.fields[static_cast<size_t>(e->index)]}, t.unreachable};
+  }
+  Placed visit_call(const Expr& e, const std::string& where, uint64_t bound_var) override {
+    return call(e, where, bound_var);
+  }
+  Placed visit_if(const Expr& e, const std::string& where, uint64_t) override {
+    return if_expr(e, where);
+  }
+  Placed visit_loop(const Expr& e, const std::string& where, uint64_t) override {
+    return loop(e, where);
+  }
+  Placed visit_call_function(const Expr& e, const std::string& where, uint64_t) override {
+    return call_function(e, where);
   }
 
  private:
@@ -89,49 +129,8 @@ class Placer {
     if (value.unreachable) unreachable_.insert(var->var_id);
   }
 
-  Placed block(const Expr& body, const std::string& where) {
-    Expr e = body;
-    while (e.kind() == ExprKind::kLet) {
-      const Expr& var = e->operands[0];
-      bind(var, expr(e->operands[1], "%" + var->name, var->var_id));
-      e = e->operands[2];
-    }
-    return expr(e, where);
-  }
-
-  Placed expr(const Expr& e, const std::string& where, uint64_t bound_var = 0) {
-    switch (e.kind()) {
-      case ExprKind::kVar: {
-        auto it = out_.devices.find(e->var_id);
-        DYNVM_INTERNAL_CHECK(it != out_.devices.end(), "unplaced %", e->name);
-        return Placed{it->second, unreachable_.count(e->var_id) != 0};
-      }
-      case ExprKind::kConstant:  // the executable's constant table is host memory
-        return Placed{{vm::kCpu}};
-      case ExprKind::kTuple: {
-        Placed t;
-        for (const Expr& f : e->operands) t.fields.push_back(expr(f, where).one());
-        return t;
-      }
-      case ExprKind::kGetItem: {
-        Placed t = expr(e->operands[0], where);
-        DYNVM_INTERNAL_CHECK(static_cast<size_t>(e->index) < t.fields.size(), where,
-                             ": get_item of a non-tuple");
-        return Placed{{t.fields[static_cast<size_t>(e->index)]}, t.unreachable};
-      }
-      case ExprKind::kLet:
-        return block(e, where);
-      case ExprKind::kCall:
-        return call(e, where, bound_var);
-      case ExprKind::kIf:
-        return if_expr(e, where);
-      case ExprKind::kLoop:
-        return loop(e, where);
-      case ExprKind::kCallFunction:
-        return call_function(e, where);
-    }
-    internal_error(__FILE__, __LINE__, "unknown expression kind");
-  }
+  // An operand's placement (not a binding's value).
+  Placed expr(const Expr& e, const std::string& where) { return visit(e, where, 0); }
 
   // `operand` is read on `reader`: where it lives elsewhere, a copy. A variable (or a field
   // of one) is copied once, right after it is bound, so every reader in its scope shares
@@ -205,8 +204,8 @@ class Placer {
     if (callee == nullptr || !callee->primitive) return on_kernel_device(1);
     const std::string where = where_binding + " = @" + callee->name;
     for (const Expr& a : e->operands) read(a, kernel(), where);
-    for (Expr b = callee->body; b.kind() == ExprKind::kLet; b = b->operands[2]) {
-      out_.devices[b->operands[0]->var_id] = {kernel()};
+    for (const Binding& b : flatten_lets(callee->body).bindings) {
+      out_.devices[b.var->var_id] = {kernel()};
     }
     return on_kernel_device(1);
   }
@@ -265,7 +264,7 @@ class Placer {
       bind(body.params[0], Placed{{vm::kCpu}});
       bind(body.params[1], Placed{{vm::kCpu}});
       for (size_t k = 0; k < carried.size(); ++k) bind(body.params[k + 2], Placed{{carried[k]}});
-      out = block(body.body, where + " (loop body)");
+      out = expr(body.body, where + " (loop body)");
       DYNVM_INTERNAL_CHECK(out.fields.size() == 1 + carried.size() + scans, where,
                            ": the loop body returns ", out.fields.size(), " values");
       bool changed = false;
@@ -299,6 +298,52 @@ class Placer {
 
 Placement place_devices(const TypedModule& typed, vm::Device kernel_device) {
   return Placer(typed, kernel_device).run();
+}
+
+namespace {
+
+// The entry's variables in binding order (parameters, lets, Loop body parameters).
+class BoundVars : public ExprVisitor {
+ public:
+  std::vector<Expr> vars;
+  void visit_function(const Function& f) override {
+    for (const Expr& p : f.params) vars.push_back(p);
+    ExprVisitor::visit_function(f);
+  }
+
+ protected:
+  void visit_binding(const Expr& var, const Expr& value) override {
+    visit(value);
+    vars.push_back(var);
+  }
+};
+
+std::string devices_text(const std::vector<vm::Device>& devices) {
+  std::string out;
+  for (const vm::Device& d : devices) out += (out.empty() ? "" : ", ") + vm::device_name(d);
+  return out;
+}
+
+}  // namespace
+
+std::string print_placement(const Placement& placement, const Module& module) {
+  const Function* entry = module.find_function(module.entry);
+  if (entry == nullptr) return "(no entry function)\n";
+  BoundVars bound;
+  bound.visit_function(*entry);
+  std::string out = str_cat("kernel device ", vm::device_name(placement.kernel_device), "\n");
+  for (const Expr& v : bound.vars) {
+    auto it = placement.devices.find(v->var_id);
+    if (it == placement.devices.end()) continue;
+    out += str_cat("%", v->name, " (", v->var_id, "): ", devices_text(it->second));
+    if (placement.computed_on_host(v->var_id)) out += ", computed on the host";
+    for (size_t k = 0; k < it->second.size(); ++k) {
+      const std::vector<vm::Device>& to = placement.copies_after(v->var_id, k);
+      if (!to.empty()) out += str_cat(", field ", k, " copied to ", devices_text(to));
+    }
+    out += "\n";
+  }
+  return out;
 }
 
 }  // namespace dynvm::compiler

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -74,5 +75,10 @@ struct Placement {
 // a kernel reads; a binding's UserError (a refused attribute) names the binding as
 // lowering would.
 Placement place_devices(const TypedModule& typed, vm::Device kernel_device = vm::kCpu);
+
+// The placement as text (vmc --dump-ir after:place_devices): one line per parameter and
+// let-bound variable of the entry, in order, with its devices, whether the host computes
+// it, and where it is copied.
+std::string print_placement(const Placement& placement, const Module& module);
 
 }  // namespace dynvm::compiler

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "compiler/ir/functor.h"
 #include "kernels/arith/analyzer.h"
 #include "vm/error.h"
 
@@ -106,17 +107,31 @@ bool is_identity_perm(const std::vector<int64_t>& perm) {
 // values replaced, types simplified), then the call's own rewrite. Variables have unique
 // identities and are bound before they are used, so one map of replacements and one of
 // definitions serve every function, If branch and Loop body.
-class Simplifier {
+class Simplifier : public ExprMutator {
  public:
   Simplifier(const TypedModule& typed, SimplifyStats& stats) : facts_(typed.facts), stats_(stats) {
     for (const DimSymbol& d : typed.module.dims) analyzer_.bind(d.var, d.min, d.max);
   }
 
-  std::shared_ptr<const Function> function(const Function& f) {
-    auto g = std::make_shared<Function>(f);
-    for (Expr& p : g->params) p = retyped(p);
-    g->body = visit(f.body);
-    g->result_type = simplified(f.result_type);
+  // Every node is retyped (its dims simplified) after its own rewrite.
+  Expr visit(const Expr& e) override { return retyped(ExprMutator::visit(e)); }
+
+  // Module functions and Loop bodies: parameters and result type simplified too.
+  std::shared_ptr<const Function> mutate_function(
+      const std::shared_ptr<const Function>& f) override {
+    std::vector<Expr> params;
+    bool changed = false;
+    for (const Expr& p : f->params) {
+      params.push_back(retyped(p));
+      changed = changed || !params.back().same_node(p);
+    }
+    Expr body = mutate(f->body);
+    Type result = simplified(f->result_type);
+    if (!changed && body.same_node(f->body) && same_type_node(result, f->result_type)) return f;
+    auto g = std::make_shared<Function>(*f);
+    g->params = std::move(params);
+    g->body = std::move(body);
+    g->result_type = std::move(result);
     return g;
   }
 
@@ -138,72 +153,30 @@ class Simplifier {
   }
 
  private:
-  // ---- traversal ----
+  // ---- traversal (the base walks; these are the cases simplify rewrites) ----
 
-  Expr visit(const Expr& e) {
-    if (!e.defined()) return e;
-    switch (e.kind()) {
-      case ExprKind::kVar: {
-        auto it = replaced_.find(e->var_id);
-        return it != replaced_.end() ? it->second : retyped(e);
-      }
-      case ExprKind::kConstant:
-        return e;
-      case ExprKind::kLet:
-        return let_chain(e);
-      case ExprKind::kLoop:
-        return loop(e);
-      case ExprKind::kCall: {
-        Expr rebuilt = retyped(with_operands(e, visit_all(e->operands)));
-        return rewrite(rebuilt);
-      }
-      default:
-        return retyped(with_operands(e, visit_all(e->operands)));
-    }
+  Expr visit_var(const Expr& e) override {
+    auto it = replaced_.find(e->var_id);
+    return it != replaced_.end() ? it->second : e;
   }
 
-  std::vector<Expr> visit_all(const std::vector<Expr>& operands) {
-    std::vector<Expr> out;
-    out.reserve(operands.size());
-    for (const Expr& o : operands) out.push_back(visit(o));
-    return out;
-  }
+  Expr visit_call(const Expr& e) override { return rewrite(retyped(ExprMutator::visit_call(e))); }
 
-  // Let chains iteratively (they are long). A binding whose value became another variable
-  // is bypassed: later uses read that variable.
-  Expr let_chain(const Expr& first) {
-    std::vector<std::pair<Expr, Expr>> lets;
-    Expr cur = first;
-    while (cur.kind() == ExprKind::kLet) {
-      const Expr& var = cur->operands[0];
-      const Expr& original = cur->operands[1];
-      Expr value = visit(original);
-      if (value.kind() == ExprKind::kVar) {
-        replaced_[var->var_id] = value;
-      } else if (value.kind() == ExprKind::kCall) {
-        defined_[var->var_id] = value;
-      } else if (value.kind() == ExprKind::kConstant && original.kind() == ExprKind::kCall) {
-        // An identity of a constant: the variable is now bound to it, and lowering learns
-        // constants from the facts.
-        auto f = facts_.find(var->var_id);
-        if (f != facts_.end()) f->second.constant = value->value;
-      }
-      lets.emplace_back(retyped(var), value);
-      cur = cur->operands[2];
+  // A binding whose value became another variable is bypassed: later uses read that
+  // variable.
+  Binding rewrite_binding(const Expr& var, const Expr& original) override {
+    Expr value = mutate(original);
+    if (value.kind() == ExprKind::kVar) {
+      replaced_[var->var_id] = value;
+    } else if (value.kind() == ExprKind::kCall) {
+      defined_[var->var_id] = value;
+    } else if (value.kind() == ExprKind::kConstant && original.kind() == ExprKind::kCall) {
+      // An identity of a constant: the variable is now bound to it, and lowering learns
+      // constants from the facts.
+      auto f = facts_.find(var->var_id);
+      if (f != facts_.end()) f->second.constant = value->value;
     }
-    Expr body = visit(cur);
-    for (auto it = lets.rbegin(); it != lets.rend(); ++it) {
-      body = make_let(it->first, it->second, body);
-    }
-    return body;
-  }
-
-  Expr loop(const Expr& e) {
-    Expr max_trip = visit(loop_max_trip(e));
-    Expr cond = visit(loop_cond(e));
-    std::vector<Expr> carried = visit_all(loop_carried(e));
-    std::shared_ptr<const Function> body = function(*e->body);
-    return make_loop(max_trip, cond, carried, body, e->index, simplified(e.type()));
+    return {retyped(var), value};
   }
 
   // ---- dims ----
@@ -244,6 +217,10 @@ class Simplifier {
     }
     types_.emplace(&*t, std::make_pair(t, out));  // the key's node stays alive with it
     return out;
+  }
+
+  static bool same_type_node(const Type& a, const Type& b) {
+    return a.defined() == b.defined() && (!a.defined() || &*a == &*b);
   }
 
   Expr retyped(const Expr& e) {
@@ -476,19 +453,21 @@ class Simplifier {
 
 }  // namespace
 
-TypedModule simplify(const TypedModule& typed, SimplifyStats* stats) {
+PassResult simplify(const TypedModule& typed, SimplifyStats* stats) {
   SimplifyStats local;
   SimplifyStats& s = stats != nullptr ? *stats : local;
   Simplifier simplifier(typed, s);
   TypedModule out;
-  out.module.dims = typed.module.dims;
-  out.module.entry = typed.module.entry;
-  for (const auto& f : typed.module.functions) {
-    out.module.functions.push_back(simplifier.function(*f));
-  }
+  bool changed = false;
+  out.module = simplifier.mutate_module(typed.module, &changed);
   out.facts = simplifier.take_facts();
   out.warnings = typed.warnings;
-  return out;
+  return PassResult(
+      std::move(out), changed,
+      str_cat(s.calls_rewritten(), " calls rewritten (", s.identities, " identities, ",
+              s.noop_moves, " no-op moves, ", s.arithmetic, " arithmetic, ", s.view_chains,
+              " view chains, ", s.reshapes_merged, " reshapes merged, ", s.transposes_merged,
+              " transposes merged), ", s.dims_simplified, " types re-simplified"));
 }
 
 }  // namespace dynvm::compiler

@@ -47,6 +47,6 @@ struct SimplifyStats {
   }
 };
 
-TypedModule simplify(const TypedModule& typed, SimplifyStats* stats = nullptr);
+PassResult simplify(const TypedModule& typed, SimplifyStats* stats = nullptr);
 
 }  // namespace dynvm::compiler

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "compiler/ir/functor.h"
 #include "vm/error.h"
 
 namespace dynvm::compiler {
@@ -26,53 +27,32 @@ bool mentions(const Type& t, arith::VarId dim) {
 
 // A copy of an expression with every variable it binds made fresh (so that two copies can
 // live in one function: inference and lowering key facts and registers by variable) and
-// the free variables in `renamed` replaced.
-class FreshCopy {
+// the free variables in `renamed` replaced. Nodes that bind nothing and read no renamed
+// variable stay shared (constants: the executable stores each once).
+class FreshCopy : public ExprMutator {
  public:
   explicit FreshCopy(std::unordered_map<uint64_t, Expr> renamed) : renamed_(std::move(renamed)) {}
 
-  Expr copy(const Expr& e) {
-    switch (e.kind()) {
-      case ExprKind::kVar: {
-        auto it = renamed_.find(e->var_id);
-        return it == renamed_.end() ? e : it->second;
-      }
-      case ExprKind::kConstant:
-        return e;  // shared: the executable stores each constant once
-      case ExprKind::kCall:
-        return make_call(e->name, copy_all(e->operands), e->attrs, e.type());
-      case ExprKind::kTuple:
-        return make_tuple(copy_all(e->operands), e.type());
-      case ExprKind::kGetItem:
-        return make_get_item(copy(e->operands[0]), e->index, e.type());
-      case ExprKind::kLet: {
-        Expr value = copy(e->operands[1]);
-        Expr var = fresh(e->operands[0]);
-        return make_let(var, value, copy(e->operands[2]));
-      }
-      case ExprKind::kIf:
-        return make_if(copy(e->operands[0]), copy(e->operands[1]), copy(e->operands[2]), e.type());
-      case ExprKind::kLoop: {
-        Expr max_trip = loop_max_trip(e).defined() ? copy(loop_max_trip(e)) : Expr();
-        Expr cond = loop_cond(e).defined() ? copy(loop_cond(e)) : Expr();
-        std::vector<Expr> carried = copy_all(loop_carried(e));
-        auto body = std::make_shared<Function>(*e->body);
-        for (Expr& p : body->params) p = fresh(p);
-        body->body = copy(e->body->body);
-        return make_loop(max_trip, cond, carried, body, e->index, e.type());
-      }
-      case ExprKind::kCallFunction:
-        return make_call_function(e->name, copy_all(e->operands), e.type());
-    }
-    internal_error(__FILE__, __LINE__, "unknown expression kind");
+  // A Loop body: its parameters are binders too.
+  std::shared_ptr<const Function> mutate_function(
+      const std::shared_ptr<const Function>& f) override {
+    auto g = std::make_shared<Function>(*f);
+    for (Expr& p : g->params) p = fresh(p);
+    g->body = mutate(f->body);
+    return g;
+  }
+
+ protected:
+  Expr visit_var(const Expr& e) override {
+    auto it = renamed_.find(e->var_id);
+    return it == renamed_.end() ? e : it->second;
+  }
+  Binding rewrite_binding(const Expr& var, const Expr& value) override {
+    Expr v = mutate(value);
+    return {fresh(var), v};
   }
 
  private:
-  std::vector<Expr> copy_all(const std::vector<Expr>& es) {
-    std::vector<Expr> out;
-    for (const Expr& e : es) out.push_back(copy(e));
-    return out;
-  }
   Expr fresh(const Expr& var) {
     Expr v = make_var(var->name, var.type());
     renamed_[var->var_id] = v;
@@ -90,8 +70,9 @@ std::string join_values(const std::vector<int64_t>& values) {
 
 }  // namespace
 
-Module version_entry(const Module& module, const std::string& dim,
-                     const std::vector<int64_t>& values) {
+PassResult version_entry(const TypedModule& in, const std::string& dim,
+                         const std::vector<int64_t>& values) {
+  const Module& module = in.module;
   const DimSymbol* symbol = module.find_dim(dim);
   if (symbol == nullptr) user_error("--dim ", dim, ": the model has no symbolic dim of that name");
   if (values.empty()) user_error("--dim ", dim, ": no values to version the entry by");
@@ -153,7 +134,7 @@ Module version_entry(const Module& module, const std::string& dim,
       refines.emplace_back(refined, make_call("dynvm.Refine", {p}, {{"dim", dim}, {"value", v}}));
       renamed[p->var_id] = refined;
     }
-    Expr body = FreshCopy(std::move(renamed)).copy(entry->body);
+    Expr body = FreshCopy(std::move(renamed)).mutate(entry->body);
     for (auto it = refines.rbegin(); it != refines.rend(); ++it)
       body = make_let(it->first, it->second, body);
     chain = make_if(conditions[k].first, body, chain);
@@ -168,11 +149,18 @@ Module version_entry(const Module& module, const std::string& dim,
 
   auto versioned = std::make_shared<Function>(*entry);
   versioned->body = body;
-  Module out = module;
-  for (auto& f : out.functions) {
+  TypedModule out = in;
+  for (auto& f : out.module.functions) {
     if (f->name == module.entry) f = versioned;
   }
-  return out;
+  // The dim takes exactly these values: its range is theirs.
+  for (DimSymbol& d : out.module.dims) {
+    if (d.var.id() != id) continue;
+    d.min = *std::min_element(values.begin(), values.end());
+    d.max = *std::max_element(values.begin(), values.end());
+  }
+  return PassResult(std::move(out), true,
+                    str_cat("@", module.entry, " versioned by ", dim, " = ", join_values(values)));
 }
 
 }  // namespace dynvm::compiler

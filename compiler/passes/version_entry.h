@@ -14,19 +14,20 @@
 // version's value (checked at run time by lowering). Type inference then types each version
 // with the dim constant, so its shape guards are decided, and joins the versions' results.
 // Runs on the untyped IR, right after import, before expand_recurrent and infer_types.
-// UserError when the module has no dim NAME, no entry parameter has it as a dim of its own,
-// or a value is outside the dim's declared range.
+// The dim's range becomes min(values)..max(values). UserError when the module has no dim
+// NAME, no entry parameter has it as a dim of its own, or a value is outside the dim's
+// declared range.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "compiler/ir/module.h"
+#include "compiler/passes/pass.h"
 
 namespace dynvm::compiler {
 
-Module version_entry(const Module& module, const std::string& dim,
-                     const std::vector<int64_t>& values);
+PassResult version_entry(const TypedModule& in, const std::string& dim,
+                         const std::vector<int64_t>& values);
 
 }  // namespace dynvm::compiler

@@ -13,7 +13,7 @@ namespace {
 std::string after_dce(const std::string& text, DceStats* stats) {
   PrintOptions p;
   p.types = false;
-  return print_module(dce(parse_module(text), stats), p);
+  return print_module(dce(parse_module(text), stats).module, p);
 }
 
 TEST(Dce, RemovesDeadLetsAndKeepsLiveOnes) {
@@ -80,7 +80,7 @@ TEST(Dce, KeepsAUsedRunTimeErrorAndDropsAnUnusedOne) {
   Module m;
   m.functions.push_back(f);
   DceStats stats;
-  std::string out = print_module(dce(m, &stats));
+  std::string out = print_module(dce(m, &stats).module);
   EXPECT_EQ(stats.lets_removed, 1u);
   EXPECT_EQ(out.find("unused"), std::string::npos) << out;
   EXPECT_NE(out.find("taken"), std::string::npos) << out;
@@ -100,7 +100,7 @@ fn @helper(%x: f32[2]) {
 fn @orphan(%x: f32[2]) {
   return Tanh(%x)
 })"),
-                 &stats);
+                 &stats).module;
   EXPECT_EQ(stats.functions_removed, 1u);
   ASSERT_EQ(m.functions.size(), 2u);
   EXPECT_NE(m.find_function("helper"), nullptr);

@@ -13,7 +13,7 @@
 
 #include "compiler/ir/parser.h"
 #include "compiler/ir/printer.h"
-#include "compiler/lower/lower.h"
+#include "compiler/pipeline.h"
 #include "compiler/passes/dce.h"
 #include "compiler/passes/expand_recurrent.h"
 #include "frontends/onnx/importer.h"
@@ -194,7 +194,8 @@ TEST(FoldConstantsRealModels, SileroLstmWeightMathIsFolded) {
   options.dims["input_1"] = {512, 512};
   options.same_dims["state_1"] = "input_0";
   Module m = expand_recurrent(
-      frontends::onnx_import::import_onnx_file(model("silero_vad_v5.onnx"), options));
+                 frontends::onnx_import::import_onnx_file(model("silero_vad_v5.onnx"), options))
+                 .module;
   FoldStats stats;
   TypedModule t = fold_constants(infer_types_with_facts(m), &stats);
   EXPECT_EQ(stats.error, "");
@@ -211,7 +212,7 @@ TEST(FoldConstantsRealModels, SileroLstmWeightMathIsFolded) {
 TEST(FoldConstantsRealModels, PpOcrFoldsAndStillTypes) {
   Module m = frontends::onnx_import::import_onnx_file(model("ppocrv4_rec.onnx"));
   FoldStats stats;
-  TypedModule t = fold_constants(infer_types_with_facts(expand_recurrent(m)), &stats);
+  TypedModule t = fold_constants(infer_types_with_facts(expand_recurrent(m).module), &stats);
   EXPECT_EQ(stats.error, "");
   DceStats dead;
   dce(t.module, &dead);

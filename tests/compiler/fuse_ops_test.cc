@@ -9,7 +9,7 @@
 
 #include "compiler/ir/parser.h"
 #include "compiler/ir/printer.h"
-#include "compiler/lower/lower.h"
+#include "compiler/pipeline.h"
 #include "vm/interpreter.h"
 #include "vm/program.h"
 

@@ -22,7 +22,7 @@ namespace {
 
 std::string inferred(const std::string& text) {
   PrintOptions options;
-  return print_module(infer_types(parse_module(text)), options);
+  return print_module(infer_types_with_facts(parse_module(text)).module, options);
 }
 
 TEST(InferTypes, ShapeArithmeticStaysSymbolic) {
@@ -168,7 +168,9 @@ std::string model(const std::string& name) {
 }
 
 TEST(InferTypesRealModels, PpOcrOutputWidthMatchesOnnxRuntime) {
-  Module m = infer_types(frontends::onnx_import::import_onnx_file(model("ppocrv4_rec.onnx")));
+  Module m =
+      infer_types_with_facts(frontends::onnx_import::import_onnx_file(model("ppocrv4_rec.onnx")))
+          .module;
   const Type& out = m.functions[0]->result_type->fields[0];
   ASSERT_EQ(out->dims.size(), 3u);
   EXPECT_EQ(out->dims[2].value(), 6625);
@@ -185,8 +187,9 @@ TEST(InferTypesRealModels, PpOcrOutputWidthMatchesOnnxRuntime) {
 TEST(InferTypesRealModels, SileroTypesOnceItsChunkLengthIsBounded) {
   frontends::onnx_import::ImportOptions options;
   options.dims["input_1"] = {256, 256};
-  Module m =
-      infer_types(frontends::onnx_import::import_onnx_file(model("silero_vad_v5.onnx"), options));
+  Module m = infer_types_with_facts(
+                 frontends::onnx_import::import_onnx_file(model("silero_vad_v5.onnx"), options))
+                 .module;
   EXPECT_EQ(to_string(m.functions[0]->result_type), "(f32[input_0, 1], f32[2, input_0, 128])");
   // Unbounded, the 16 kHz branch's `if last dim == 1` guard cannot be decided.
   EXPECT_USER_ERROR(

@@ -10,7 +10,7 @@
 
 #include "compiler/ir/parser.h"
 #include "compiler/ir/printer.h"
-#include "compiler/lower/lower.h"
+#include "compiler/pipeline.h"
 #include "tests/support/expect_user_error.h"
 #include "vm/interpreter.h"
 #include "vm/program.h"

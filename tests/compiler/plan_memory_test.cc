@@ -16,9 +16,10 @@
 #include "compiler/lower/allocate_registers.h"
 #include "compiler/lower/insert_frees.h"
 #include "compiler/lower/liveness.h"
-#include "compiler/lower/lower.h"
-#include "vm/assembler.h"
-#include "vm/disassembler.h"
+#include "compiler/lower/generate_kernels.h"
+#include "compiler/pipeline.h"
+#include "vm/asm/assembler.h"
+#include "vm/asm/disassembler.h"
 #include "vm/interpreter.h"
 #include "vm/program.h"
 
@@ -63,19 +64,23 @@ fn @main(%x: f32[n, 16]) {
 }
 )";
 
-struct Lowered {
+struct Planned {
   vm::Executable exe;
   MemoryPlanStats stats;
 };
 
-Lowered lower_text(const char* text, bool plan) {
+// The lowering steps one by one (as the pipeline runs them), memory planned or not.
+Planned lower_text(const char* text, bool plan) {
+  TypedModule typed = infer_types_with_facts(parse_module(text));
   LowerOptions options;
-  options.plan_memory = plan;
-  Lowered out;
-  LowerStats stats;
-  options.stats = &stats;
-  out.exe = lower_module(infer_types_with_facts(parse_module(text)), options);
-  out.stats = stats.memory;
+  Lowered lowered = emit_bytecode(typed, place_devices(typed), options);
+  Planned out;
+  vm::Function& fn = lowered.exe.functions.at(0);
+  if (plan) plan_memory(fn, lowered.exe.inputs, &out.stats);
+  insert_frees(fn);
+  allocate_registers(fn);
+  generate_kernels(lowered, options);
+  out.exe = std::move(lowered.exe);
   return out;
 }
 
@@ -96,7 +101,7 @@ vm::Tensor ramp(std::vector<int64_t> shape) {
 double chain(double x) { return std::abs(std::tanh(1.0 / (1.0 + std::exp(std::exp(x))))); }
 
 TEST(PlanMemory, AChainOfKernelsSharesTwoStorages) {
-  Lowered planned = lower_text(kChain, true);
+  Planned planned = lower_text(kChain, true);
   EXPECT_EQ(planned.stats.storages, 5u);
   EXPECT_EQ(planned.stats.reused, 3u);
   EXPECT_EQ(count(planned.exe.functions[0], vm::Opcode::AllocStorage), 2u);
@@ -115,7 +120,7 @@ TEST(PlanMemory, AChainOfKernelsSharesTwoStorages) {
 }
 
 TEST(PlanMemory, ASmallerValueTakesALargerDeadStorageNeverTheReverse) {
-  Lowered planned = lower_text(kShrinkThenGrow, true);
+  Planned planned = lower_text(kShrinkThenGrow, true);
   // %s [n,1] is allocated while ReduceMax still reads %a [n,16]: fresh. %t [n,1] takes
   // %a's dead 64n bytes (provably >= 4n); %u takes %s's 4n bytes (equal); %g [n,16]
   // takes the 64n bytes %t held, dead by then (never %s's 4n bytes, held by %u anyway).
@@ -141,7 +146,7 @@ TEST(PlanMemory, ASmallerValueTakesALargerDeadStorageNeverTheReverse) {
 }
 
 TEST(PlanMemory, StaticSizesShareOneArena) {
-  Lowered planned = lower_text(kStaticChain, true);
+  Planned planned = lower_text(kStaticChain, true);
   // %a, %b, %d die in the function: one arena; %c and %e are results (their own storage).
   EXPECT_EQ(planned.stats.arenas, 1u);
   EXPECT_EQ(planned.stats.in_arenas, 3u);
@@ -228,7 +233,7 @@ std::string random_module(uint32_t seed) {
 TEST(PlanMemory, RandomGraphsComputeTheSameBitsPlannedOrNot) {
   for (uint32_t seed = 1; seed <= 6; ++seed) {
     const std::string text = random_module(seed);
-    Lowered planned = lower_text(text.c_str(), true), plain = lower_text(text.c_str(), false);
+    Planned planned = lower_text(text.c_str(), true), plain = lower_text(text.c_str(), false);
     EXPECT_GT(planned.stats.reused + planned.stats.in_arenas, 0u) << text;
     vm::VirtualMachine a(vm::Program::load(std::move(planned.exe)));
     vm::VirtualMachine b(vm::Program::load(std::move(plain.exe)));
@@ -333,12 +338,16 @@ L12: make_shape  r8, r4, r0
 }
 
 TEST(AllocateRegisters, TheRealPipelineFitsAChainInAFewRegisters) {
+  TypedModule typed = infer_types_with_facts(parse_module(kChain));
   LowerOptions options;
-  LowerStats stats;
-  options.stats = &stats;
-  vm::Executable exe = lower_module(infer_types_with_facts(parse_module(kChain)), options);
-  EXPECT_LT(stats.registers.after * 2, stats.registers.before);
-  EXPECT_EQ(exe.functions[0].num_registers, stats.registers.after);
+  Lowered lowered = emit_bytecode(typed, place_devices(typed), options);
+  vm::Function& fn = lowered.exe.functions.at(0);
+  plan_memory(fn, lowered.exe.inputs);
+  insert_frees(fn);
+  RegisterStats stats;
+  allocate_registers(fn, &stats);
+  EXPECT_LT(stats.after * 2, stats.before);
+  EXPECT_EQ(fn.num_registers, stats.after);
 }
 
 }  // namespace

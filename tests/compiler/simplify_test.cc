@@ -11,7 +11,7 @@
 
 #include "compiler/ir/parser.h"
 #include "compiler/ir/printer.h"
-#include "compiler/lower/lower.h"
+#include "compiler/pipeline.h"
 #include "compiler/passes/dce.h"
 #include "vm/interpreter.h"
 #include "vm/program.h"
@@ -22,7 +22,7 @@ namespace {
 // infer_types, simplify, then dce (which removes the bypassed lets).
 TypedModule simplified(const std::string& text, SimplifyStats* stats = nullptr) {
   TypedModule t = simplify(infer_types_with_facts(parse_module(text)), stats);
-  t.module = dce(t.module);
+  t.module = dce(t).module;
   return t;
 }
 

@@ -9,7 +9,7 @@
 
 #include "compiler/ir/parser.h"
 #include "compiler/ir/printer.h"
-#include "compiler/lower/lower.h"
+#include "compiler/pipeline.h"
 #include "compiler/passes/infer_types.h"
 #include "tests/support/expect_user_error.h"
 #include "vm/interpreter.h"
@@ -36,7 +36,7 @@ fn @main(%x: f32[4, n], %bias: f32[4]) {
 })";
 
 TEST(VersionEntry, BuildsAnIfChainWithRefinedParameters) {
-  Module m = version_entry(parse_module(kGuarded), "n", {1, 5});
+  Module m = version_entry(parse_module(kGuarded), "n", {1, 5}).module;
   std::string text = print_module(m);
   EXPECT_NE(text.find("Equal(%n, const(i64[], [1]))"), std::string::npos) << text;
   EXPECT_NE(text.find("Equal(%n, const(i64[], [5]))"), std::string::npos) << text;
@@ -49,7 +49,7 @@ TEST(VersionEntry, BuildsAnIfChainWithRefinedParameters) {
 TEST(VersionEntry, EachVersionDecidesItsShapeGuards) {
   // Unversioned, the guard's branches cannot be joined.
   EXPECT_USER_ERROR(infer_types(parse_module(kGuarded)), "the branches' types differ");
-  TypedModule typed = infer_types_with_facts(version_entry(parse_module(kGuarded), "n", {1, 5}));
+  TypedModule typed = infer_types_with_facts(version_entry(parse_module(kGuarded), "n", {1, 5}).module);
   std::string text = print_module(typed.module);
   EXPECT_NE(text.find("-> f32[4] {"), std::string::npos) << text;
   EXPECT_NE(text.find("dynvm.Refine(%x) {dim=\"n\", value=1}"), std::string::npos) << text;
@@ -92,7 +92,7 @@ std::shared_ptr<const vm::Program> compiled(const Module& m) {
 }
 
 TEST(VersionEntry, OneExecutableRunsEveryVersionAndRefusesOtherSizes) {
-  auto program = compiled(version_entry(parse_module(kGuarded), "n", {1, 5}));
+  auto program = compiled(version_entry(parse_module(kGuarded), "n", {1, 5}).module);
   vm::VirtualMachine machine(program);
   vm::Tensor bias =
       vm::Tensor::from_vector(std::vector<float>{100, 200, 300, 400}, {4}, vm::DType::kFloat32);

@@ -225,7 +225,7 @@ std::vector<Typed> import_and_type(const std::map<std::string, Listed>& listed, 
     reached_types.insert(c.name);
     std::string why;
     try {
-      m = compiler::infer_types(m);
+      m = compiler::infer_types_with_facts(m).module;
       why = check_types(m, c.outputs);
     } catch (const std::exception& e) {
       why = e.what();

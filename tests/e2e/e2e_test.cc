@@ -17,6 +17,7 @@
 #include "compiler/pipeline.h"
 #include "serializer/vmexe.h"
 #include "tests/support/expect_user_error.h"
+#include "frontends/onnx/importer.h"
 #include "tests/support/run_program.h"
 #include "vm/interpreter.h"
 #include "vm/npy.h"
@@ -29,10 +30,19 @@ namespace fs = std::filesystem;
 
 std::string source(const std::string& path) { return std::string(DYNVM_SOURCE_DIR) + "/" + path; }
 
+// What vmc does with its flags: the importer's options (--dim ranges and aliases) and
+// the compiler's.
+struct BuildOptions : compiler::CompileOptions {
+  frontends::onnx_import::ImportOptions import;
+};
+
+vm::Executable compile_onnx(const std::string& path, const BuildOptions& options) {
+  return compiler::compile(frontends::onnx_import::import_onnx_file(path, options.import), options);
+}
+
 // Compiles, writes and reads back the .vmexe bytes, loads.
-std::shared_ptr<const vm::Program> compile(const std::string& model,
-                                           const compiler::PipelineOptions& options) {
-  vm::Executable exe = compiler::compile_onnx(source(model), options);
+std::shared_ptr<const vm::Program> compile(const std::string& model, const BuildOptions& options) {
+  vm::Executable exe = compile_onnx(source(model), options);
   return vm::Program::load(serializer::read_vmexe(serializer::write_vmexe(exe)));
 }
 
@@ -89,7 +99,7 @@ void run_cases(const std::shared_ptr<const vm::Program>& program,
 // The bundled demo: an If on the input's energy and a Loop that refines until converged,
 // over any sequence length, from one executable.
 TEST(EndToEnd, DemoModelMatchesItsReferencesAtEveryLength) {
-  compiler::PipelineOptions options;
+  BuildOptions options;
   options.import.dims["seq"] = {1, 4096};
   auto program = compile("examples/demo/demo.onnx", options);
   run_cases(program, {"examples/demo/reference/seq_1", "examples/demo/reference/seq_7",
@@ -118,7 +128,7 @@ TEST(EndToEnd, NestedIfTakesTheBranchItsFlagsSelect) {
 
 // Opset-9 Unsqueeze / Squeeze / Slice / Clip / Softmax, at several batch sizes.
 TEST(EndToEnd, LegacyOpsetModelRunsAtEveryBatch) {
-  compiler::PipelineOptions options;
+  BuildOptions options;
   options.import.dims["batch"] = {1, 256};
   auto program = compile("tests/frontends/fixtures/legacy_ops.onnx", options);
   vm::VirtualMachine machine(program);
@@ -145,13 +155,13 @@ TEST(EndToEnd, LegacyOpsetModelRunsAtEveryBatch) {
 
 // Fully static compilation (--static) of the same model gives the same answers.
 TEST(EndToEnd, StaticCompilationAgreesWithTheSymbolicOne) {
-  compiler::PipelineOptions options;
+  BuildOptions options;
   options.static_inputs["x"] = {7, 16};
   auto program = compile("examples/demo/demo.onnx", options);
   EXPECT_EQ(program->exe().inputs[0].dims[0].value, 7);
   EXPECT_FALSE(program->exe().inputs[0].dims[0].is_symbolic());
   run_cases(program, {"examples/demo/reference/seq_7"});
-  compiler::PipelineOptions wrong;
+  BuildOptions wrong;
   wrong.static_inputs["x"] = {7, 15};
   EXPECT_USER_ERROR(compile("examples/demo/demo.onnx", wrong), "--static x: dim 1 is 16, given 15");
 }
@@ -161,7 +171,7 @@ TEST(EndToEnd, StaticCompilationAgreesWithTheSymbolicOne) {
 // A recurrent model of tests/e2e/models, compiled once for seq 1..1024 and batch 1..64,
 // against its three cases.
 void expect_recurrent_model_matches(const std::string& name) {
-  compiler::PipelineOptions options;
+  BuildOptions options;
   options.import.dims["seq"] = {1, 1024};
   options.import.dims["batch"] = {1, 64};
   std::string dir = "tests/e2e/models/" + name;
@@ -210,12 +220,12 @@ TEST(EndToEnd, UnsupportedRecurrentAttributesAreRefusedNamingTheNode) {
 // Models exported from PyTorch with data-dependent Loop and If (a greedy decoder that stops
 // at an end token; an RNN branching on the sign of its state); references from PyTorch.
 TEST(EndToEnd, PyTorchLoopModelsMatchPyTorch) {
-  compiler::PipelineOptions decoder;
+  BuildOptions decoder;
   decoder.import.dims["src_len"] = {1, 4096};
   run_cases(compile("tests/e2e/models/greedy_decoder/model.onnx", decoder),
             {"tests/e2e/models/greedy_decoder/cases/0", "tests/e2e/models/greedy_decoder/cases/1",
              "tests/e2e/models/greedy_decoder/cases/2", "tests/e2e/models/greedy_decoder/cases/3"});
-  compiler::PipelineOptions rnn;
+  BuildOptions rnn;
   rnn.import.dims["seq"] = {1, 4096};
   run_cases(compile("tests/e2e/models/sign_branch_rnn/model.onnx", rnn),
             {"tests/e2e/models/sign_branch_rnn/cases/0", "tests/e2e/models/sign_branch_rnn/cases/1",
@@ -233,11 +243,11 @@ std::string real_model(const std::string& name) {
 // (1, 320), (4, 320): at ORT's five most likely classes of every time step our
 // probabilities match ORT's (scripts/models/make_real_model_references.py).
 TEST(EndToEndRealModels, PpOcrMatchesOnnxRuntimeAtEveryWidth) {
-  compiler::PipelineOptions options;
+  BuildOptions options;
   options.import.dims["p2o.DynamicDimension.0"] = {1, 8};
   options.import.dims["p2o.DynamicDimension.1"] = {8, 2048};
   auto program = vm::Program::load(serializer::read_vmexe(
-      serializer::write_vmexe(compiler::compile_onnx(real_model("ppocrv4_rec.onnx"), options))));
+      serializer::write_vmexe(compile_onnx(real_model("ppocrv4_rec.onnx"), options))));
   vm::VirtualMachine machine(program);
   for (int k = 0; k < 3; ++k) {
     std::string dir = source("tests/e2e/models/ppocrv4_rec/cases/" + std::to_string(k));
@@ -272,14 +282,14 @@ TEST(EndToEndRealModels, PpOcrMatchesOnnxRuntimeAtEveryWidth) {
 // versioned (`--dim input_1=256,512`), so the model's `if dim == 1` guards are decided in
 // each version, and the unnamed batch dims of `input` and `state` declared the same.
 std::shared_ptr<const vm::Program> silero_program(std::string* log_text) {
-  compiler::PipelineOptions options;
+  BuildOptions options;
   options.import.dims["input_0"] = {1, 16};
   options.dim_versions["input_1"] = {256, 512};
   options.import.same_dims["state_1"] = "input_0";
   std::ostringstream log;
   options.log = &log;
   auto program = vm::Program::load(serializer::read_vmexe(
-      serializer::write_vmexe(compiler::compile_onnx(real_model("silero_vad_v5.onnx"), options))));
+      serializer::write_vmexe(compile_onnx(real_model("silero_vad_v5.onnx"), options))));
   *log_text = log.str();
   return program;
 }
@@ -443,7 +453,16 @@ TEST_F(Vmc, DumpIrAndTimePasses) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("// IR after infer_types"), std::string::npos);
   EXPECT_NE(r.err.find("%y: f32[batch, 6] = Softmax("), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("[time] lower: "), std::string::npos);
+  // Every step, from the import to kernel generation, reports itself.
+  for (const char* step : {"import", "static", "version_entry", "expand_recurrent", "infer_types",
+                           "simplify", "fold_constants", "dce", "fuse_ops", "place_devices",
+                           "emit_bytecode", "plan_memory", "insert_frees", "allocate_registers",
+                           "generate_kernels"}) {
+    EXPECT_NE(r.err.find(std::string("[time] ") + step + ": "), std::string::npos) << step;
+  }
+  // A step that had nothing to do says so.
+  EXPECT_NE(r.err.find("[time] version_entry: "), std::string::npos);
+  EXPECT_NE(r.err.find(" ms (unchanged"), std::string::npos) << r.err;
 }
 
 }  // namespace

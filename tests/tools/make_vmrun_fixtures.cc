@@ -23,7 +23,7 @@
 
 #include "serializer/format.h"
 #include "serializer/vmexe.h"
-#include "vm/assembler.h"
+#include "vm/asm/assembler.h"
 #include "vm/executable.h"
 
 namespace dynvm::testing {

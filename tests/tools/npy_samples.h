@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "vm/tensor.h"
-#include "vm/tools/float16.h"
+#include "tools/vmrun/float16.h"
 
 namespace dynvm::testing {
 

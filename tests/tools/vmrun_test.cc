@@ -16,7 +16,7 @@
 #include "serializer/vmexe.h"
 #include "tests/support/run_program.h"
 #include "vm/npy.h"
-#include "vm/tools/float16.h"
+#include "tools/vmrun/float16.h"
 
 namespace dynvm::vm {
 namespace {

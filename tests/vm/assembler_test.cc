@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "tests/vm/vm_test_util.h"
-#include "vm/disassembler.h"
+#include "vm/asm/disassembler.h"
 #include "vm/verifier.h"
 
 #if DYNVM_HAVE_RICH_EXECUTABLE

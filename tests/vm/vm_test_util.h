@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "vm/assembler.h"
+#include "vm/asm/assembler.h"
 #include "vm/error.h"
 #include "vm/interpreter.h"
 #include "vm/program.h"

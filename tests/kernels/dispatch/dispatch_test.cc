@@ -15,7 +15,7 @@
 #include "kernels/ops/elementwise.h"
 #include "kernels/ops/matmul.h"
 #include "tests/support/expect_user_error.h"
-#include "vm/assembler.h"
+#include "vm/asm/assembler.h"
 #include "vm/interpreter.h"
 #include "vm/kernel_call.h"
 #include "vm/kernel_library.h"

@@ -1,4 +1,4 @@
-#include "vm/tools/cli_options.h"
+#include "tools/vmrun/cli_options.h"
 
 #include <charconv>
 #include <limits>

@@ -1,4 +1,5 @@
-// vmc: compiles an ONNX model into a .vmexe (compiler/pipeline.h does the work). Every
+// vmc: compiles an ONNX model into a .vmexe: the ONNX import (frontends/onnx), then the
+// compiler (compiler/pipeline.h), which verifies the executable it returns. Every
 // failure is one line on stderr starting with "vmc: " and a non-zero exit: 2 for a
 // malformed command line, 1 for a model it cannot compile. The output file is written
 // only when compilation succeeded (to a temporary name, then renamed), so a failed run
@@ -10,10 +11,10 @@
 #include <filesystem>
 #include <iostream>
 
-#include "compiler/tools/vmc_options.h"
 #include "serializer/vmexe.h"
+#include "tools/tool_main.h"
+#include "tools/vmc/vmc_options.h"
 #include "vm/error.h"
-#include "vm/tools/tool_main.h"
 
 namespace dynvm::vmc {
 namespace {
@@ -54,12 +55,22 @@ int run(int argc, const char* const* argv) {
     return 0;
   }
   Progress progress(!o.quiet);
-  o.pipeline.progress = [&](size_t d, size_t t, const std::string& w) { progress.update(d, t, w); };
-  o.pipeline.producer = "vmc 0.1 from " + std::filesystem::path(o.model).filename().string();
+  o.compile.lower.progress = [&](size_t d, size_t t, const std::string& w) {
+    progress.update(d, t, w);
+  };
+  o.compile.lower.producer = "vmc 0.1 from " + std::filesystem::path(o.model).filename().string();
   auto start = std::chrono::steady_clock::now();
+  // The first step, reported as the compiler reports its own.
+  compiler::Module module = frontends::onnx_import::import_onnx_file(o.model, o.import);
+  double import_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  compiler::report_step(o.compile, "import", import_ms, true,
+                        str_cat(module.functions.size(), " functions, ", module.dims.size(),
+                                " symbolic dims"));
+  compiler::dump_ir(o.compile, "import", module);
   vm::Executable exe;
   try {
-    exe = compiler::compile_onnx(o.model, o.pipeline);
+    exe = compiler::compile(std::move(module), o.compile);
   } catch (...) {
     progress.finish();
     throw;
@@ -83,6 +94,6 @@ int run(int argc, const char* const* argv) {
 }  // namespace dynvm::vmc
 
 int main(int argc, char** argv) {
-  return dynvm::tools::tool_main<dynvm::vmc::UsageError>(
+  return dynvm::tools::tool_main(
       "vmc", [&] { return dynvm::vmc::run(argc, argv); });
 }

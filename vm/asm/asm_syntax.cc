@@ -1,6 +1,6 @@
 // The lexer and the literal spellings of .vmasm, shared by the assembler and the
 // disassembler (see asm_syntax.h).
-#include "vm/asm_syntax.h"
+#include "vm/asm/asm_syntax.h"
 
 #include <bit>
 #include <charconv>

@@ -4,7 +4,7 @@
 // function, kernel, constant and string is known, so anything may be used before it is
 // declared. Instructions are read generically from kOpcodeInfo: each operand by its
 // OperandKind, with no per-opcode code.
-#include "vm/assembler.h"
+#include "vm/asm/assembler.h"
 
 #include <algorithm>
 #include <charconv>
@@ -17,7 +17,7 @@
 #include <map>
 #include <tuple>
 
-#include "vm/asm_syntax.h"
+#include "vm/asm/asm_syntax.h"
 #include "vm/error.h"
 #include "vm/verifier.h"
 

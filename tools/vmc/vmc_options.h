@@ -1,22 +1,22 @@
 // vmc's command line (vmc.cc runs it). Separate so that tests can check parsing.
 #pragma once
 
-#include <stdexcept>
 #include <string>
 
 #include "compiler/pipeline.h"
+#include "frontends/onnx/importer.h"
 
 namespace dynvm::vmc {
 
-// A malformed command line (exit status 2), as opposed to a bad model (1).
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+// The steps --dump-ir names: the import (the tool's), then the compiler's.
+std::vector<std::string> step_names();
 
+// A malformed command line throws dynvm::UsageError (exit status 2).
 struct Options {
   std::string model;
   std::string output;  // default: the model's path with .vmexe
-  compiler::PipelineOptions pipeline;
+  frontends::onnx_import::ImportOptions import;  // --dim ranges and aliases
+  compiler::CompileOptions compile;
   bool help = false;
   bool version = false;
   bool quiet = false;

@@ -1,4 +1,4 @@
-#include "vm/tools/output_report.h"
+#include "tools/vmrun/output_report.h"
 
 #include <algorithm>
 #include <cctype>
@@ -12,7 +12,7 @@
 
 #include "vm/error.h"
 #include "vm/npy.h"
-#include "vm/tools/float16.h"
+#include "tools/vmrun/float16.h"
 
 namespace dynvm::vmrun {
 namespace {

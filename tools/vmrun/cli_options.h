@@ -12,12 +12,6 @@
 
 namespace dynvm::vmrun {
 
-// A malformed command line: reported in one line, exit status 2.
-class UsageError : public UserError {
- public:
-  using UserError::UserError;
-};
-
 // One --input: `name=source`, or just `source` to bind inputs in signature order.
 struct InputArg {
   std::string name;    // empty: positional

@@ -2,13 +2,13 @@
 // tables in the order the assembler reads them back into the same indices: libraries,
 // kernels, strings, constants, then functions. Instructions are printed generically
 // from kOpcodeInfo, each operand by its OperandKind.
-#include "vm/disassembler.h"
+#include "vm/asm/disassembler.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <map>
 
-#include "vm/asm_syntax.h"
+#include "vm/asm/asm_syntax.h"
 #include "vm/error.h"
 
 namespace dynvm::vm {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "vm/executable.h"
-#include "vm/tools/cli_options.h"
+#include "tools/vmrun/cli_options.h"
 #include "vm/value.h"
 
 namespace dynvm::vmrun {

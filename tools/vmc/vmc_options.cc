@@ -1,5 +1,5 @@
 // vmc's command line (see vmc_options.h).
-#include "compiler/tools/vmc_options.h"
+#include "tools/vmc/vmc_options.h"
 
 #include <algorithm>
 #include <cctype>
@@ -7,7 +7,20 @@
 #include <sstream>
 
 namespace dynvm::vmc {
+
+std::vector<std::string> step_names() {
+  std::vector<std::string> names{"import"};
+  for (const std::string& s : compiler::pipeline_step_names()) names.push_back(s);
+  return names;
+}
+
 namespace {
+
+std::string joined_step_names() {
+  std::string out;
+  for (const std::string& s : step_names()) out += s + ", ";
+  return out + "all";
+}
 
 int64_t parse_int(const std::string& s, const std::string& what) {
   int64_t v = 0;
@@ -50,10 +63,10 @@ options:
   --specialize NAME=V    also generate kernel variants for dim NAME == V (repeatable)
   --no-fuse              compile every operator as its own kernel (to measure fusion)
   --no-plan-memory       allocate every kernel output on its own (to measure planning)
-  --dump-ir after:STEP   print the IR after a step: import, static, version_entry,
-                         expand_recurrent, infer_types, simplify, fold_constants, dce,
-                         fuse_ops, all
+  --dump-ir after:STEP   print the IR after a step (the graph, the placement or the
+                         bytecode): )" + joined_step_names() + R"(
   --time-passes          print how long each step took and what it changed
+  --verify-each          check the IR after every step (always on in Debug builds)
   -q, --quiet            no progress display
   -h, --help             this text
   --version              the version
@@ -77,25 +90,30 @@ Options parse_options(int argc, const char* const* argv) {
     } else if (a == "-o" || a == "--output") {
       o.output = value(i, a);
     } else if (a == "--no-fuse") {
-      o.pipeline.fuse = false;
+      o.compile.fuse = false;
     } else if (a == "--no-plan-memory") {
-      o.pipeline.plan_memory = false;
+      o.compile.lower.plan_memory = false;
     } else if (a == "--time-passes") {
-      o.pipeline.time_passes = true;
+      o.compile.time_passes = true;
+    } else if (a == "--verify-each") {
+      o.compile.verify_each = true;
     } else if (a == "--dump-ir") {
       std::string v = value(i, a);
       if (v.rfind("after:", 0) != 0)
         throw UsageError("--dump-ir expects after:STEP, got '" + v + "'");
-      o.pipeline.dump_after = v.substr(6);
-      bool known = false;
-      for (const char* s : compiler::kPipelineSteps) known |= o.pipeline.dump_after == s;
-      known |= o.pipeline.dump_after == "all";
-      if (!known) throw UsageError("--dump-ir: unknown step '" + o.pipeline.dump_after + "'");
+      o.compile.dump_after = v.substr(6);
+      std::vector<std::string> names = step_names();
+      bool known = o.compile.dump_after == "all" ||
+                   std::find(names.begin(), names.end(), o.compile.dump_after) != names.end();
+      if (!known) {
+        throw UsageError("--dump-ir: unknown step '" + o.compile.dump_after + "' (steps: " +
+                         joined_step_names() + ")");
+      }
     } else if (a == "--dim") {
       auto [name, range] = split_assignment(value(i, a), "--dim");
       if (!range.empty() &&
           (std::isalpha(static_cast<unsigned char>(range[0])) || range[0] == '_')) {
-        o.pipeline.import.same_dims[name] = range;  // --dim A=B: the same dim
+        o.import.same_dims[name] = range;  // --dim A=B: the same dim
         continue;
       }
       if (range.find(',') != std::string::npos) {  // --dim A=V1,V2: versioned by value
@@ -110,8 +128,8 @@ Options parse_options(int argc, const char* const* argv) {
           values.push_back(v);
         }
         if (range.back() == ',') throw UsageError("--dim " + name + ": empty value in " + range);
-        o.pipeline.import.dims.erase(name);
-        o.pipeline.dim_versions[name] = values;
+        o.import.dims.erase(name);
+        o.compile.dim_versions[name] = values;
         continue;
       }
       frontends::onnx_import::DimRange r;
@@ -124,8 +142,8 @@ Options parse_options(int argc, const char* const* argv) {
       }
       if (r.min < 0 || r.min > r.max)
         throw UsageError("--dim " + name + ": empty or negative range " + range);
-      o.pipeline.import.dims[name] = r;
-      o.pipeline.dim_versions.erase(name);
+      o.import.dims[name] = r;
+      o.compile.dim_versions.erase(name);
     } else if (a == "--static") {
       auto [name, shape] = split_assignment(value(i, a), "--static");
       std::vector<int64_t> dims;
@@ -136,10 +154,10 @@ Options parse_options(int argc, const char* const* argv) {
         if (d < 0) throw UsageError("--static " + name + ": negative dim");
         dims.push_back(d);
       }
-      o.pipeline.static_inputs[name] = dims;
+      o.compile.static_inputs[name] = dims;
     } else if (a == "--specialize") {
       auto [name, v] = split_assignment(value(i, a), "--specialize");
-      o.pipeline.specialize.push_back({{name, parse_int(v, "--specialize " + name)}});
+      o.compile.lower.static_shapes.push_back({{name, parse_int(v, "--specialize " + name)}});
     } else if (!a.empty() && a[0] == '-') {
       throw UsageError("unknown option " + a + " (see --help)");
     } else if (o.model.empty()) {

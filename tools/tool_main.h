@@ -1,10 +1,10 @@
 // The error contract every dynvm command-line tool keeps (vmrun, vmc): whatever goes wrong
 // is ONE line on stderr, "<tool>: <message>", and a non-zero exit — 2 for a malformed
-// command line (the tool's UsageError), 1 for everything else — never an uncaught
+// command line (dynvm::UsageError, vm/error.h), 1 for everything else — never an uncaught
 // exception or a crash.
 //
 //   int main(int argc, char** argv) {
-//     return dynvm::tools::tool_main<vmrun::UsageError>("vmrun", [&] { return run(argc, argv); });
+//     return dynvm::tools::tool_main("vmrun", [&] { return run(argc, argv); });
 //   }
 #pragma once
 
@@ -30,11 +30,11 @@ inline int report_failure(std::string_view tool, int status, std::string_view me
   return status;
 }
 
-template <typename UsageErrorType, typename Run>
+template <typename Run>
 int tool_main(std::string_view tool, Run&& run) {
   try {
     return run();
-  } catch (const UsageErrorType& e) {
+  } catch (const UsageError& e) {
     return report_failure(tool, 2, e.what());
   } catch (const InternalError& e) {
     return report_failure(tool, 1, std::string("internal error (a bug in dynvm): ") + e.what());

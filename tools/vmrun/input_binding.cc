@@ -1,11 +1,11 @@
-#include "vm/tools/input_binding.h"
+#include "tools/vmrun/input_binding.h"
 
 #include <charconv>
 #include <random>
 
 #include "vm/error.h"
 #include "vm/npy.h"
-#include "vm/tools/float16.h"
+#include "tools/vmrun/float16.h"
 
 namespace dynvm::vmrun {
 namespace {

@@ -1,0 +1,56 @@
+// The shape every graph pass has (as XLA's HloPassInterface): a function named as its file,
+//
+//   PassResult fuse_ops(const TypedModule& in);
+//
+// that returns the module it made, whether that differs from `in`, and one line saying what
+// it did (`vmc --time-passes` prints it, or "(unchanged)"). The pipeline (compiler/pipeline.cc)
+// lists the passes in order; pass-specific inputs (version_entry's dim and values) are
+// extra parameters, and a pass's detailed counts are an optional stats struct for tests.
+//
+// The module travels as a TypedModule from import to lowering: before infer_types it has
+// no types and no facts; from infer_types on, every expression has a type and `facts`
+// says what inference knew about each let-bound tensor.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "compiler/ir/module.h"
+#include "compiler/op/registry.h"
+
+namespace dynvm::compiler {
+
+struct TypedModule {
+  TypedModule() = default;
+  // An untyped module (what the importer and the parser make), before infer_types.
+  TypedModule(Module m) : module(std::move(m)) {}  // NOLINT(google-explicit-constructor)
+
+  Module module;
+  // What inference knew about each let-bound tensor variable (by var_id): known values
+  // and constants, which lowering uses to compute shape arithmetic on the host and to hand
+  // bindings their compile-time inputs.
+  std::unordered_map<uint64_t, ValueFacts> facts;
+  // Branches typed as unreachable for the declared dims (a call of `dynvm.Unreachable`,
+  // lowered to a run-time error with its `message`), for the compiler to report.
+  std::vector<std::string> warnings;
+};
+
+// A pass's module and its report. It is a TypedModule, so one pass's result is the next
+// one's input.
+struct PassResult : TypedModule {
+  PassResult() = default;
+  PassResult(TypedModule m, bool changed, std::string summary)
+      : TypedModule(std::move(m)), changed(changed), summary(std::move(summary)) {}
+
+  bool changed = false;
+  std::string summary;  // one line; empty when there is nothing to say
+};
+
+// `in` unchanged, with a summary saying why (a pass with nothing to do).
+inline PassResult unchanged(const TypedModule& in, std::string summary = "") {
+  return PassResult(in, false, std::move(summary));
+}
+
+}  // namespace dynvm::compiler
