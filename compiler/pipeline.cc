@@ -102,9 +102,9 @@ constexpr Step kSteps[] = {
     {"place_devices", Form::kPlacement,
      [](Compilation& c, const CompileOptions& o) {
        c.placement = place_devices(c.typed, o.lower.kernel_device);
-       return StepReport{true, str_cat(c.placement.host_computed.size(),
-                                       " values computed on the host, ",
-                                       c.placement.num_copies(), " copies between devices")};
+       return StepReport{true,
+                         str_cat(c.placement.host_computed.size(), " values computed on the host, ",
+                                 c.placement.num_copies(), " copies between devices")};
      }},
     {"emit_bytecode", Form::kBytecode,
      [](Compilation& c, const CompileOptions& o) {
@@ -118,11 +118,11 @@ constexpr Step kSteps[] = {
        if (!o.lower.plan_memory) return skipped("--no-plan-memory");
        MemoryPlanStats s;
        plan_memory(entry_code(c), c.lowered.exe.inputs, &s);
-       return StepReport{s.reused > 0 || s.in_arenas > 0 || s.removed > 0,
-                         str_cat(s.storages, " allocations, ", s.reused,
-                                 " reuse a dead storage, ", s.in_arenas, " in ", s.arenas,
-                                 " arenas (", s.arena_bytes, " bytes for ", s.static_bytes,
-                                 "), ", s.removed, " size instructions removed")};
+       return StepReport{
+           s.reused > 0 || s.in_arenas > 0 || s.removed > 0,
+           str_cat(s.storages, " allocations, ", s.reused, " reuse a dead storage, ", s.in_arenas,
+                   " in ", s.arenas, " arenas (", s.arena_bytes, " bytes for ", s.static_bytes,
+                   "), ", s.removed, " size instructions removed")};
      }},
     {"insert_frees", Form::kBytecode,
      [](Compilation& c, const CompileOptions&) {
@@ -165,8 +165,7 @@ void dump(const Step& step, const Compilation& c, const CompileOptions& o) {
                 << print_placement(c.placement, c.typed.module);
       return;
     case Form::kBytecode:
-      log_of(o) << "// bytecode after " << step.name << "\n"
-                << vm::disassemble(c.lowered.exe);
+      log_of(o) << "// bytecode after " << step.name << "\n" << vm::disassemble(c.lowered.exe);
       return;
   }
 }
@@ -182,8 +181,8 @@ void verify(const Step& step, const Compilation& c) {
       return;  // an analysis: the module is the one verified after the previous step
     case Form::kBytecode:
       try {
-        vm::verify(c.lowered.exe, {.kernels_generated = std::string(step.name) ==
-                                                         "generate_kernels"});
+        vm::verify(c.lowered.exe,
+                   {.kernels_generated = std::string(step.name) == "generate_kernels"});
       } catch (const UserError& e) {
         internal_error(__FILE__, __LINE__, str_cat("after ", step.name, ": ", e.what()));
       }

@@ -36,9 +36,7 @@ int tool_main(std::string_view tool, Run&& run) {
     return run();
   } catch (const UsageError& e) {
     return report_failure(tool, 2, e.what());
-  } catch (const InternalError& e) {
-    return report_failure(tool, 1, std::string("internal error (a bug in dynvm): ") + e.what());
-  } catch (const Error& e) {
+  } catch (const Error& e) {  // an InternalError's message says it is a bug in dynvm
     return report_failure(tool, 1, e.what());
   } catch (const std::bad_alloc&) {
     return report_failure(tool, 1, "out of memory");

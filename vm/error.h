@@ -50,9 +50,9 @@ template <typename... Args>
 
 }  // namespace dynvm
 
-#define DYNVM_INTERNAL_CHECK(cond, ...)                                                    \
-  do {                                                                                     \
-    if (!(cond)) [[unlikely]]                                                              \
-      ::dynvm::internal_error(__FILE__, __LINE__,                                          \
+#define DYNVM_INTERNAL_CHECK(cond, ...)                                                     \
+  do {                                                                                      \
+    if (!(cond)) [[unlikely]]                                                               \
+      ::dynvm::internal_error(__FILE__, __LINE__,                                           \
                               ::dynvm::str_cat("check failed: " #cond " ", ##__VA_ARGS__)); \
   } while (0)

@@ -3,13 +3,13 @@
 // copies one shared pointer, which keeps VM register moves cheap.
 #pragma once
 
+#include <dlpack/dlpack.h>
+
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
-
-#include <dlpack/dlpack.h>
 
 #include "vm/allocator.h"
 #include "vm/device.h"
@@ -73,7 +73,9 @@ class Tensor {
 
   void* data() const { return static_cast<char*>(node_->storage->data()) + node_->byte_offset; }
   template <typename T>
-  T* data_as() const { return static_cast<T*>(data()); }
+  T* data_as() const {
+    return static_cast<T*>(data());
+  }
 
   // Same storage, new shape with the same number of elements.
   Tensor reshape_view(Shape new_shape) const;

@@ -99,13 +99,26 @@ class Verifier {
     switch (kind) {
       case OperandKind::Dst:
       case OperandKind::Reg:
-      case OperandKind::Regs: in_range(fn.num_registers, "register"); break;
-      case OperandKind::Imm: break;
-      case OperandKind::Const: in_range(exe_.constants.size(), "constant"); break;
-      case OperandKind::Func: in_range(exe_.functions.size(), "function"); break;
-      case OperandKind::Kernel: in_range(exe_.kernels.size(), "kernel"); break;
-      case OperandKind::Target: in_range(fn.code.size(), "jump target"); break;
-      case OperandKind::Str: in_range(exe_.strings.size(), "string"); break;
+      case OperandKind::Regs:
+        in_range(fn.num_registers, "register");
+        break;
+      case OperandKind::Imm:
+        break;
+      case OperandKind::Const:
+        in_range(exe_.constants.size(), "constant");
+        break;
+      case OperandKind::Func:
+        in_range(exe_.functions.size(), "function");
+        break;
+      case OperandKind::Kernel:
+        in_range(exe_.kernels.size(), "kernel");
+        break;
+      case OperandKind::Target:
+        in_range(fn.code.size(), "jump target");
+        break;
+      case OperandKind::Str:
+        in_range(exe_.strings.size(), "string");
+        break;
       case OperandKind::DType:
         if (!is_valid_dtype(v)) fail(where, "operand ", i, ": unknown dtype code ", v);
         break;
@@ -161,7 +174,8 @@ class Verifier {
     }
     for (const auto* specs : {&exe_.inputs, &exe_.outputs}) {
       for (const TensorSpec& s : *specs) {
-        if (!is_valid_dtype(static_cast<int64_t>(s.dtype))) fail("", "signature ", s.name, ": bad dtype");
+        if (!is_valid_dtype(static_cast<int64_t>(s.dtype)))
+          fail("", "signature ", s.name, ": bad dtype");
         for (const DimSpec& d : s.dims) {
           if (!d.is_symbolic() && d.value < 0) fail("", "signature ", s.name, ": negative dim");
           if (d.is_symbolic() && (d.min < 0 || d.min > d.max)) {
@@ -171,7 +185,8 @@ class Verifier {
       }
     }
     for (const Tensor& c : exe_.constants) {
-      if (!c.defined() || c.device().type != DeviceType::kCPU) fail("", "a constant is not a host tensor");
+      if (!c.defined() || c.device().type != DeviceType::kCPU)
+        fail("", "a constant is not a host tensor");
     }
   }
 

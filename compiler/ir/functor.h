@@ -143,8 +143,7 @@ class ExprMutator : public ExprFunctor<Expr(const Expr&)> {
   Expr mutate(const Expr& e) { return e.defined() ? visit(e) : e; }
   // A function with its body (and, in overrides, its parameters) rewritten; the same
   // pointer when nothing changed.
-  virtual std::shared_ptr<const Function> mutate_function(
-      const std::shared_ptr<const Function>& f);
+  virtual std::shared_ptr<const Function> mutate_function(const std::shared_ptr<const Function>& f);
   // Every function of `m` through mutate_function; `changed` (when given) says whether any
   // function is a new one.
   Module mutate_module(const Module& m, bool* changed = nullptr);

@@ -50,11 +50,11 @@ void generate_kernels(Lowered& lowered, const LowerOptions& options, KernelStats
   for (size_t k = 0; k < compiled.kernels.size(); ++k) {
     const vm::Kernel& declared = exe.kernels[k];
     const vm::Kernel& made = compiled.kernels[k];
-    DYNVM_INTERNAL_CHECK(made.num_inputs == declared.num_inputs &&
-                             made.num_outputs == declared.num_outputs,
-                         "kernel ", declared.name, " was called with ", declared.num_inputs, "+",
-                         declared.num_outputs, " arguments and compiled with ", made.num_inputs,
-                         "+", made.num_outputs);
+    DYNVM_INTERNAL_CHECK(
+        made.num_inputs == declared.num_inputs && made.num_outputs == declared.num_outputs,
+        "kernel ", declared.name, " was called with ", declared.num_inputs, "+",
+        declared.num_outputs, " arguments and compiled with ", made.num_inputs, "+",
+        made.num_outputs);
     s.variants += made.variants.size();
   }
   s.kernels = compiled.kernels.size();

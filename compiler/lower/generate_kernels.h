@@ -16,7 +16,6 @@ struct KernelStats {
 };
 
 // UserError when the kernel device has no code generator (only the CPU has one).
-void generate_kernels(Lowered& lowered, const LowerOptions& options,
-                      KernelStats* stats = nullptr);
+void generate_kernels(Lowered& lowered, const LowerOptions& options, KernelStats* stats = nullptr);
 
 }  // namespace dynvm::compiler

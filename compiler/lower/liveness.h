@@ -66,8 +66,7 @@ class Liveness {
   // Calls f(pc, registers live right after pc) for each instruction of `block`, last to
   // first. One set is updated in place: a set per instruction would take instructions x
   // registers bits (a long straight-line function has hundreds of thousands of both).
-  void for_each_live_after(size_t block,
-                           const std::function<void(size_t, const RegSet&)>& f) const;
+  void for_each_live_after(size_t block, const std::function<void(size_t, const RegSet&)>& f) const;
   size_t num_registers() const { return num_registers_; }
 
  private:

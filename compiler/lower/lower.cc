@@ -127,15 +127,6 @@ class FunctionLowering : public ExprFunctor<Regs(const Expr&, const std::string&
                          ": get_item of a non-tuple");
     return Regs{{t.regs[static_cast<size_t>(e->index)]}, false};
   }
-  Regs visit_call(const Expr& e, const std::string& where, uint64_t bound_var) override {
-    return call(e, where, bound_var);
-  }
-  Regs visit_if(const Expr& e, const std::string& where, uint64_t) override {
-    return if_expr(e, where);
-  }
-  Regs visit_loop(const Expr& e, const std::string& where, uint64_t) override {
-    return loop(e, where);
-  }
   Regs visit_call_function(const Expr& e, const std::string& where, uint64_t) override {
     const Function* callee = typed_.module.find_function(e->name);
     if (callee == nullptr || !callee->primitive) {
@@ -238,7 +229,7 @@ class FunctionLowering : public ExprFunctor<Regs(const Expr&, const std::string&
     }
   }
 
-  Regs call(const Expr& e, const std::string& where_binding, uint64_t bound_var) {
+  Regs visit_call(const Expr& e, const std::string& where_binding, uint64_t bound_var) override {
     const std::string where = where_binding + " = " + e->name;
     if (e->name == "dynvm.Unreachable") return unreachable(e);
     std::vector<ValueFacts> inputs;
@@ -303,7 +294,7 @@ class FunctionLowering : public ExprFunctor<Regs(const Expr&, const std::string&
     std::vector<ops::TensorType> arg_types;
     std::vector<int64_t> args{
         static_cast<int64_t>(kernel_index(b, inputs, outputs.size(), where, &arg_types)),
-                              static_cast<int64_t>(b.args.size())};
+        static_cast<int64_t>(b.args.size())};
     for (size_t i : b.args) args.push_back(operand(i));
     Regs out{{}, tuple};
     for (const Type& t : outputs) {
@@ -387,7 +378,7 @@ class FunctionLowering : public ExprFunctor<Regs(const Expr&, const std::string&
     return index;
   }
 
-  Regs if_expr(const Expr& e, const std::string& where) {
+  Regs visit_if(const Expr& e, const std::string& where, uint64_t) override {
     // LoadScalar reads the condition on the host: a kernel's value is copied there.
     uint32_t cond_tensor = read_on(e->operands[0], expr(e->operands[0], where).one(), vm::kCpu);
     const JoinCopies* join = placement_.join(e.get());
@@ -468,7 +459,7 @@ class FunctionLowering : public ExprFunctor<Regs(const Expr&, const std::string&
   //         scan element k appended to a tuple; i += 1; goto head
   //   exit: each scan output allocated as [i, elem...] and filled by a generated copy kernel
   //         per element (a view of the output at element k's offset).
-  Regs loop(const Expr& e, const std::string& where) {
+  Regs visit_loop(const Expr& e, const std::string& where, uint64_t) override {
     const Function& body = *e->body;
     // The trip count and condition are read on the host (a kernel's value copied there).
     auto host_scalar = [&](const Expr& x) {

@@ -1,5 +1,5 @@
 // The op registry: what the compiler knows about each operator the frontend produces
-// (ONNX operators in their newest opset form, frontends/onnx/normalize.h). For each op:
+// (ONNX operators in their newest opset form, as the ONNX importer normalizes them). For each op:
 //   - a type relation: output types from input types and attributes, keeping dims symbolic
 //     (arith expressions of the model's dims) wherever the op allows;
 //   - value propagation for shape arithmetic: small integer tensors (Shape's output, the

@@ -104,9 +104,9 @@ PassResult dce(const TypedModule& in, DceStats* stats) {
     }
   }
   const bool changed = s.lets_removed > 0 || s.functions_removed > 0;
-  return PassResult(std::move(out), changed,
-                    str_cat(s.lets_removed, " lets removed, ", s.functions_removed,
-                            " functions removed"));
+  return PassResult(
+      std::move(out), changed,
+      str_cat(s.lets_removed, " lets removed, ", s.functions_removed, " functions removed"));
 }
 
 }  // namespace dynvm::compiler

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "compiler/ir/functor.h"
-#include "compiler/pipeline.h"
 #include "compiler/op/binding.h"
+#include "compiler/pipeline.h"
 #include "vm/error.h"
 #include "vm/interpreter.h"
 #include "vm/program.h"

@@ -99,7 +99,8 @@ class Fuser : public ExprMutator {
     for (size_t i = 0; i < lets.size(); ++i) {
       if (inner.count(i)) continue;
       auto g = last_of.find(i);
-      out.push_back({lets[i].var, g == last_of.end() ? lets[i].value : fused_call(lets, *g->second)});
+      out.push_back(
+          {lets[i].var, g == last_of.end() ? lets[i].value : fused_call(lets, *g->second)});
     }
     return make_let_chain(out, r.chain.body);
   }

@@ -107,18 +107,6 @@ class Placer : public ExprFunctor<Placed(const Expr&, const std::string&, uint64
                          ": get_item of a non-tuple");
     return Placed{{t.fields[static_cast<size_t>(e->index)]}, t.unreachable};
   }
-  Placed visit_call(const Expr& e, const std::string& where, uint64_t bound_var) override {
-    return call(e, where, bound_var);
-  }
-  Placed visit_if(const Expr& e, const std::string& where, uint64_t) override {
-    return if_expr(e, where);
-  }
-  Placed visit_loop(const Expr& e, const std::string& where, uint64_t) override {
-    return loop(e, where);
-  }
-  Placed visit_call_function(const Expr& e, const std::string& where, uint64_t) override {
-    return call_function(e, where);
-  }
 
  private:
   vm::Device kernel() const { return out_.kernel_device; }
@@ -161,7 +149,7 @@ class Placer : public ExprFunctor<Placed(const Expr&, const std::string&, uint64
 
   Placed on_kernel_device(size_t n) const { return Placed{std::vector<vm::Device>(n, kernel())}; }
 
-  Placed call(const Expr& e, const std::string& where_binding, uint64_t bound_var) {
+  Placed visit_call(const Expr& e, const std::string& where_binding, uint64_t bound_var) override {
     const std::string where = where_binding + " = " + e->name;
     const bool tuple = e.type().kind() == TypeKind::kTuple;
     const std::vector<Type> outputs = tuple ? e.type()->fields : std::vector<Type>{e.type()};
@@ -198,7 +186,7 @@ class Placer : public ExprFunctor<Placed(const Expr&, const std::string&, uint64
   // A fused group is one kernel: its arguments are read on the kernel device (every operand
   // a kernel argument or a scalar the kernel inlines, which is never read at run time), and
   // the values inside it never leave the kernel.
-  Placed call_function(const Expr& e, const std::string& where_binding) {
+  Placed visit_call_function(const Expr& e, const std::string& where_binding, uint64_t) override {
     const Function* callee = typed_.module.find_function(e->name);
     // Not a fused group: lowering refuses calls of other functions.
     if (callee == nullptr || !callee->primitive) return on_kernel_device(1);
@@ -235,7 +223,7 @@ class Placer : public ExprFunctor<Placed(const Expr&, const std::string&, uint64
     return out;
   }
 
-  Placed if_expr(const Expr& e, const std::string& where) {
+  Placed visit_if(const Expr& e, const std::string& where, uint64_t) override {
     read(e->operands[0], vm::kCpu, where);  // lowering's LoadScalar reads it on the host
     Placed then_value = expr(e->operands[1], where);
     Placed else_value = expr(e->operands[2], where);
@@ -249,7 +237,7 @@ class Placer : public ExprFunctor<Placed(const Expr&, const std::string&, uint64
   // The body is placed with each carried value where its initial value lives; a carried
   // value the body returns from elsewhere moves to the kernel device and the body is placed
   // again (at most once per carried value: host -> kernel device is the only change).
-  Placed loop(const Expr& e, const std::string& where) {
+  Placed visit_loop(const Expr& e, const std::string& where, uint64_t) override {
     const Function& body = *e->body;
     if (loop_max_trip(e).defined()) read(loop_max_trip(e), vm::kCpu, where);  // LoadScalar
     if (loop_cond(e).defined()) read(loop_cond(e), vm::kCpu, where);

@@ -100,7 +100,8 @@ fn @helper(%x: f32[2]) {
 fn @orphan(%x: f32[2]) {
   return Tanh(%x)
 })"),
-                 &stats).module;
+                 &stats)
+                 .module;
   EXPECT_EQ(stats.functions_removed, 1u);
   ASSERT_EQ(m.functions.size(), 2u);
   EXPECT_NE(m.find_function("helper"), nullptr);

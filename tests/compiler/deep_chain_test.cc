@@ -82,9 +82,8 @@ TEST(DeepChain, EveryStepWalksAHundredThousandLetsIteratively) {
     EXPECT_NE(log.str().find("[time] " + step + ": "), std::string::npos) << step;
   }
 
-  vm::Tensor x =
-      vm::Tensor::from_vector(std::vector<float>{-2.5f, 0.0f, 1.5f, -0.0f, 3.0f, -1.0f, 7.25f},
-                              {7}, vm::DType::kFloat32);
+  vm::Tensor x = vm::Tensor::from_vector(
+      std::vector<float>{-2.5f, 0.0f, 1.5f, -0.0f, 3.0f, -1.0f, 7.25f}, {7}, vm::DType::kFloat32);
   vm::VirtualMachine machine(vm::Program::load(std::move(exe)));
   std::vector<vm::Value> inputs{vm::Value(x)};
   std::vector<vm::Value> out = machine.run(inputs);

@@ -13,9 +13,9 @@
 
 #include "compiler/ir/parser.h"
 #include "compiler/ir/printer.h"
-#include "compiler/pipeline.h"
 #include "compiler/passes/dce.h"
 #include "compiler/passes/expand_recurrent.h"
+#include "compiler/pipeline.h"
 #include "frontends/onnx/importer.h"
 #include "vm/interpreter.h"
 #include "vm/program.h"

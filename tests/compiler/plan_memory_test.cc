@@ -14,9 +14,9 @@
 
 #include "compiler/ir/parser.h"
 #include "compiler/lower/allocate_registers.h"
+#include "compiler/lower/generate_kernels.h"
 #include "compiler/lower/insert_frees.h"
 #include "compiler/lower/liveness.h"
-#include "compiler/lower/generate_kernels.h"
 #include "compiler/pipeline.h"
 #include "vm/asm/assembler.h"
 #include "vm/asm/disassembler.h"

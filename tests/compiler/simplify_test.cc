@@ -11,8 +11,8 @@
 
 #include "compiler/ir/parser.h"
 #include "compiler/ir/printer.h"
-#include "compiler/pipeline.h"
 #include "compiler/passes/dce.h"
+#include "compiler/pipeline.h"
 #include "vm/interpreter.h"
 #include "vm/program.h"
 

@@ -9,8 +9,8 @@
 
 #include "compiler/ir/parser.h"
 #include "compiler/ir/printer.h"
-#include "compiler/pipeline.h"
 #include "compiler/passes/infer_types.h"
+#include "compiler/pipeline.h"
 #include "tests/support/expect_user_error.h"
 #include "vm/interpreter.h"
 #include "vm/program.h"
@@ -49,7 +49,8 @@ TEST(VersionEntry, BuildsAnIfChainWithRefinedParameters) {
 TEST(VersionEntry, EachVersionDecidesItsShapeGuards) {
   // Unversioned, the guard's branches cannot be joined.
   EXPECT_USER_ERROR(infer_types(parse_module(kGuarded)), "the branches' types differ");
-  TypedModule typed = infer_types_with_facts(version_entry(parse_module(kGuarded), "n", {1, 5}).module);
+  TypedModule typed =
+      infer_types_with_facts(version_entry(parse_module(kGuarded), "n", {1, 5}).module);
   std::string text = print_module(typed.module);
   EXPECT_NE(text.find("-> f32[4] {"), std::string::npos) << text;
   EXPECT_NE(text.find("dynvm.Refine(%x) {dim=\"n\", value=1}"), std::string::npos) << text;

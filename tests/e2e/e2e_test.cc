@@ -15,9 +15,9 @@
 #include "compiler/ir/parser.h"
 #include "compiler/passes/expand_recurrent.h"
 #include "compiler/pipeline.h"
+#include "frontends/onnx/importer.h"
 #include "serializer/vmexe.h"
 #include "tests/support/expect_user_error.h"
-#include "frontends/onnx/importer.h"
 #include "tests/support/run_program.h"
 #include "vm/interpreter.h"
 #include "vm/npy.h"
@@ -454,15 +454,40 @@ TEST_F(Vmc, DumpIrAndTimePasses) {
   EXPECT_NE(r.err.find("// IR after infer_types"), std::string::npos);
   EXPECT_NE(r.err.find("%y: f32[batch, 6] = Softmax("), std::string::npos) << r.err;
   // Every step, from the import to kernel generation, reports itself.
-  for (const char* step : {"import", "static", "version_entry", "expand_recurrent", "infer_types",
-                           "simplify", "fold_constants", "dce", "fuse_ops", "place_devices",
-                           "emit_bytecode", "plan_memory", "insert_frees", "allocate_registers",
-                           "generate_kernels"}) {
+  for (const char* step :
+       {"import", "static", "version_entry", "expand_recurrent", "infer_types", "simplify",
+        "fold_constants", "dce", "fuse_ops", "place_devices", "emit_bytecode", "plan_memory",
+        "insert_frees", "allocate_registers", "generate_kernels"}) {
     EXPECT_NE(r.err.find(std::string("[time] ") + step + ": "), std::string::npos) << step;
   }
-  // A step that had nothing to do says so.
-  EXPECT_NE(r.err.find("[time] version_entry: "), std::string::npos);
-  EXPECT_NE(r.err.find(" ms (unchanged"), std::string::npos) << r.err;
+  // A step that had nothing to do says so (no --dim N=V1,V2: nothing to version).
+  size_t at = r.err.find("[time] version_entry: ");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  std::string line = r.err.substr(at, r.err.find('\n', at) - at);
+  EXPECT_NE(line.find(" ms (unchanged"), std::string::npos) << line;
+}
+
+TEST_F(Vmc, DumpsEveryStepAndVerifiesEachOnRequest) {
+  auto r = vmc({source("examples/demo/demo.onnx"), "-o", (dir_ / "d.vmexe").string(), "--dim",
+                "seq=1..512", "--dump-ir", "after:all", "--verify-each", "-q"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* step : {"import", "static", "version_entry", "expand_recurrent", "infer_types",
+                           "simplify", "fold_constants", "dce", "fuse_ops"}) {
+    EXPECT_NE(r.err.find(std::string("// IR after ") + step + "\n"), std::string::npos) << step;
+  }
+  EXPECT_NE(r.err.find("// placement after place_devices\nkernel device cpu\n"), std::string::npos);
+  for (const char* step :
+       {"emit_bytecode", "plan_memory", "insert_frees", "allocate_registers", "generate_kernels"}) {
+    EXPECT_NE(r.err.find(std::string("// bytecode after ") + step + "\n"), std::string::npos)
+        << step;
+  }
+  // One step alone: only its dump.
+  auto one = vmc({source("examples/demo/demo.onnx"), "-o", (dir_ / "d.vmexe").string(), "--dim",
+                  "seq=1..512", "--dump-ir", "after:insert_frees", "-q"});
+  ASSERT_EQ(one.status, 0) << one.err;
+  EXPECT_NE(one.err.find("// bytecode after insert_frees\n"), std::string::npos) << one.err;
+  EXPECT_NE(one.err.find("free"), std::string::npos) << one.err;
+  EXPECT_EQ(one.err.find("// IR after"), std::string::npos) << one.err;
 }
 
 }  // namespace

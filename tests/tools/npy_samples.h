@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "vm/tensor.h"
 #include "tools/vmrun/float16.h"
+#include "vm/tensor.h"
 
 namespace dynvm::testing {
 

@@ -15,8 +15,8 @@
 
 #include "serializer/vmexe.h"
 #include "tests/support/run_program.h"
-#include "vm/npy.h"
 #include "tools/vmrun/float16.h"
+#include "vm/npy.h"
 
 namespace dynvm::vm {
 namespace {

@@ -3,8 +3,6 @@
 // statement throws a UserError with a given message.
 #pragma once
 
-#include "tests/support/expect_user_error.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/expect_user_error.h"
 #include "vm/asm/assembler.h"
 #include "vm/error.h"
 #include "vm/interpreter.h"

@@ -64,9 +64,9 @@ int run(int argc, const char* const* argv) {
   compiler::Module module = frontends::onnx_import::import_onnx_file(o.model, o.import);
   double import_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  compiler::report_step(o.compile, "import", import_ms, true,
-                        str_cat(module.functions.size(), " functions, ", module.dims.size(),
-                                " symbolic dims"));
+  compiler::report_step(
+      o.compile, "import", import_ms, true,
+      str_cat(module.functions.size(), " functions, ", module.dims.size(), " symbolic dims"));
   compiler::dump_ir(o.compile, "import", module);
   vm::Executable exe;
   try {
@@ -94,6 +94,5 @@ int run(int argc, const char* const* argv) {
 }  // namespace dynvm::vmc
 
 int main(int argc, char** argv) {
-  return dynvm::tools::tool_main(
-      "vmc", [&] { return dynvm::vmc::run(argc, argv); });
+  return dynvm::tools::tool_main("vmc", [&] { return dynvm::vmc::run(argc, argv); });
 }

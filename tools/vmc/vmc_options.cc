@@ -64,7 +64,8 @@ options:
   --no-fuse              compile every operator as its own kernel (to measure fusion)
   --no-plan-memory       allocate every kernel output on its own (to measure planning)
   --dump-ir after:STEP   print the IR after a step (the graph, the placement or the
-                         bytecode): )" + joined_step_names() + R"(
+                         bytecode): )" +
+         joined_step_names() + R"(
   --time-passes          print how long each step took and what it changed
   --verify-each          check the IR after every step (always on in Debug builds)
   -q, --quiet            no progress display
@@ -106,8 +107,8 @@ Options parse_options(int argc, const char* const* argv) {
       bool known = o.compile.dump_after == "all" ||
                    std::find(names.begin(), names.end(), o.compile.dump_after) != names.end();
       if (!known) {
-        throw UsageError("--dump-ir: unknown step '" + o.compile.dump_after + "' (steps: " +
-                         joined_step_names() + ")");
+        throw UsageError("--dump-ir: unknown step '" + o.compile.dump_after +
+                         "' (steps: " + joined_step_names() + ")");
       }
     } else if (a == "--dim") {
       auto [name, range] = split_assignment(value(i, a), "--dim");

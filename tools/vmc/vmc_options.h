@@ -14,7 +14,7 @@ std::vector<std::string> step_names();
 // A malformed command line throws dynvm::UsageError (exit status 2).
 struct Options {
   std::string model;
-  std::string output;  // default: the model's path with .vmexe
+  std::string output;                            // default: the model's path with .vmexe
   frontends::onnx_import::ImportOptions import;  // --dim ranges and aliases
   compiler::CompileOptions compile;
   bool help = false;

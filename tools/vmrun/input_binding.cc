@@ -3,9 +3,9 @@
 #include <charconv>
 #include <random>
 
+#include "tools/vmrun/float16.h"
 #include "vm/error.h"
 #include "vm/npy.h"
-#include "tools/vmrun/float16.h"
 
 namespace dynvm::vmrun {
 namespace {

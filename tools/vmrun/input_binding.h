@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "vm/executable.h"
 #include "tools/vmrun/cli_options.h"
+#include "vm/executable.h"
 #include "vm/value.h"
 
 namespace dynvm::vmrun {

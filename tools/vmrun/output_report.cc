@@ -10,9 +10,9 @@
 #include <map>
 #include <set>
 
+#include "tools/vmrun/float16.h"
 #include "vm/error.h"
 #include "vm/npy.h"
-#include "tools/vmrun/float16.h"
 
 namespace dynvm::vmrun {
 namespace {

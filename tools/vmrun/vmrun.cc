@@ -20,15 +20,15 @@
 #include <optional>
 
 #include "serializer/vmexe.h"
+#include "tools/tool_main.h"
+#include "tools/vmrun/cli_options.h"
+#include "tools/vmrun/input_binding.h"
+#include "tools/vmrun/output_report.h"
 #include "vm/allocator.h"
 #include "vm/asm/disassembler.h"
 #include "vm/error.h"
 #include "vm/executor.h"
 #include "vm/program.h"
-#include "tools/vmrun/cli_options.h"
-#include "tools/vmrun/input_binding.h"
-#include "tools/vmrun/output_report.h"
-#include "tools/tool_main.h"
 #include "vm/verifier.h"
 
 namespace dynvm::vmrun {
@@ -132,6 +132,5 @@ int run(int argc, const char* const* argv) {
 }  // namespace dynvm::vmrun
 
 int main(int argc, char** argv) {
-  return dynvm::tools::tool_main(
-      "vmrun", [&] { return dynvm::vmrun::run(argc, argv); });
+  return dynvm::tools::tool_main("vmrun", [&] { return dynvm::vmrun::run(argc, argv); });
 }
