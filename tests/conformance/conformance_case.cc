@@ -189,6 +189,109 @@ NodeCase load_case(const std::filesystem::path& dir) {
   return c;
 }
 
+namespace {
+
+// Why a graph (with its subgraphs) is not applicable, or "": a random generator, a domain
+// of training ops, or a Dropout whose training_mode is given and true.
+std::string not_applicable_reason(const onnx::GraphProto& g,
+                                  const std::map<std::string, onnx::TensorProto>& values) {
+  static const std::set<std::string> kRandom = {"Bernoulli",         "RandomUniform",
+                                                "RandomUniformLike", "RandomNormal",
+                                                "RandomNormalLike",  "Multinomial"};
+  for (const auto& n : g.node()) {
+    if (kRandom.count(n.op_type())) return "random generator (" + n.op_type() + ")";
+    if (n.domain() == "ai.onnx.preview.training") return "training op (" + n.op_type() + ")";
+    if (n.op_type() == "Dropout" && n.input_size() >= 3 && !n.input(2).empty()) {
+      auto it = values.find(n.input(2));
+      if (it != values.end()) {
+        vm::Tensor mode = frontends::onnx_import::tensor_from_proto(it->second, n.input(2));
+        if (mode.numel() == 1 && mode.dtype() == vm::DType::kBool && mode.data_as<uint8_t>()[0]) {
+          return "training-mode Dropout";
+        }
+      }
+    }
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) {
+        std::string why = not_applicable_reason(a.g(), values);
+        if (!why.empty()) return why;
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+RawCase load_raw_case(const std::filesystem::path& dir) {
+  RawCase c;
+  c.name = dir.filename().string();
+  c.model_bytes = read_file(dir / "model.onnx");
+  onnx::ModelProto model;
+  if (!model.ParseFromString(c.model_bytes)) user_error(c.name, ": model.onnx is not a ModelProto");
+  const onnx::GraphProto& g = model.graph();
+  for (const auto* values : {&g.input(), &g.output()}) {
+    for (const auto& v : *values) {
+      if (v.type().has_tensor_type() &&
+          v.type().tensor_type().elem_type() == onnx::TensorProto::STRING) {
+        c.not_applicable = "string tensor";
+        return c;
+      }
+    }
+  }
+  for (const auto* values : {&g.input(), &g.output()}) {
+    for (const auto& v : *values) {
+      if (!v.type().has_tensor_type() && c.unreadable.empty()) {
+        c.unreadable = "a sequence or optional value (" + v.name() + ")";
+      }
+    }
+  }
+  std::set<std::string> initializers;
+  std::map<std::string, onnx::TensorProto> values;  // initializers and test inputs, by name
+  for (const auto& init : g.initializer()) {
+    initializers.insert(init.name());
+    values[init.name()] = init;
+  }
+  if (!c.unreadable.empty()) {
+    c.not_applicable = not_applicable_reason(g, values);
+    return c;
+  }
+  const std::filesystem::path data = dir / "test_data_set_0";
+  std::vector<std::pair<std::string, onnx::TensorProto>> inputs;
+  for (const auto& in : g.input()) {
+    if (initializers.count(in.name())) continue;
+    const auto path = data / ("input_" + std::to_string(inputs.size()) + ".pb");
+    inputs.emplace_back(in.name(), read_tensor(path));
+    values[in.name()] = inputs.back().second;
+  }
+  c.not_applicable = not_applicable_reason(g, values);
+  if (!c.not_applicable.empty() || !c.unreadable.empty()) return c;
+  // onnx 1.12 writes bfloat16 test data as uint16 tensors: the graph's type says what the
+  // bits are.
+  auto as_declared = [](vm::Tensor t, const onnx::ValueInfoProto& v) {
+    if (t.dtype() != vm::DType::kUInt16 ||
+        v.type().tensor_type().elem_type() != onnx::TensorProto::BFLOAT16) {
+      return t;
+    }
+    vm::Tensor bf = vm::Tensor::empty(t.shape(), vm::DType::kBFloat16);
+    if (t.nbytes() > 0) std::memcpy(bf.data(), t.data(), t.nbytes());
+    return bf;
+  };
+  size_t k = 0;
+  for (const auto& in : g.input()) {
+    if (initializers.count(in.name())) continue;
+    const auto& [name, proto] = inputs.at(k++);
+    c.inputs.push_back(
+        as_declared(frontends::onnx_import::tensor_from_proto(proto, c.name + " " + name), in));
+  }
+  for (const auto& out : g.output()) {
+    const auto path = data / ("output_" + std::to_string(c.outputs.size()) + ".pb");
+    if (!std::filesystem::exists(path)) break;
+    c.outputs.push_back(as_declared(
+        frontends::onnx_import::tensor_from_proto(read_tensor(path), path.string()), out));
+  }
+  return c;
+}
+
 bool tensors_match(const vm::Tensor& got, const vm::Tensor& want, double rtol, double atol,
                    std::string* why) {
   if (got.dtype() != want.dtype()) {

@@ -32,6 +32,23 @@ struct NodeCase {
 // The node test in `dir`. Throws (UserError / std::exception) when its files are unreadable.
 NodeCase load_case(const std::filesystem::path& dir);
 
+// The node test as a user runs it (`vmc model.onnx` with no flags, `vmrun` on
+// test_data_set_0): the model unchanged, every graph input that is not an initializer with
+// its test value, the expected outputs. `not_applicable` says why the case is outside what
+// an engine like dynvm runs (random generators, training-mode Dropout, the
+// ai.onnx.preview.training domain, string tensors); then nothing else is read.
+struct RawCase {
+  std::string name;
+  std::string model_bytes;
+  std::vector<vm::Tensor> inputs;
+  std::vector<vm::Tensor> outputs;
+  std::string not_applicable;
+  // Non-empty: an input or output is a sequence or an optional, which this reader does not
+  // read (its test data is not a TensorProto); the case counts as failed.
+  std::string unreadable;
+};
+RawCase load_raw_case(const std::filesystem::path& dir);
+
 // Whether `got` matches `want`: same dtype and shape; floats within atol + rtol * |want|
 // (NaN matches NaN), everything else exactly. `why` says where it first differs.
 bool tensors_match(const vm::Tensor& got, const vm::Tensor& want, double rtol, double atol,
