@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "frontends/onnx/inline_functions.h"
 #include "frontends/onnx/normalize.h"
 #include "frontends/onnx/tensor_proto.h"
 #include "vm/error.h"
@@ -30,8 +31,9 @@ std::string identifier(const std::string& name) {
 
 class GraphImporter {
  public:
-  GraphImporter(compiler::Module* module, int64_t opset, const ImportOptions& options)
-      : module_(module), opset_(opset), options_(options) {}
+  GraphImporter(compiler::Module* module, int64_t opset, const NodeOpsets& node_opsets,
+                const ImportOptions& options)
+      : module_(module), opset_(opset), node_opsets_(node_opsets), options_(options) {}
 
   std::shared_ptr<compiler::Function> main(const onnx::GraphProto& g) {
     auto f = std::make_shared<compiler::Function>();
@@ -165,7 +167,13 @@ class GraphImporter {
 
   std::string describe(const onnx::NodeProto& n, int index) {
     std::string name = n.name().empty() ? "#" + std::to_string(index) : "'" + n.name() + "'";
-    return str_cat("node ", name, " (", n.op_type(), ", opset ", opset_, ")");
+    return str_cat("node ", name, " (", n.op_type(), ", opset ", opset_of(n), ")");
+  }
+
+  // The model's opset, or the one an inlined function body was written for.
+  int64_t opset_of(const onnx::NodeProto& n) const {
+    auto it = node_opsets_.find(n.name());
+    return it != node_opsets_.end() ? it->second : opset_;
   }
 
   void node(const onnx::NodeProto& n, int index, Block& b) {
@@ -173,7 +181,7 @@ class GraphImporter {
     if (!n.domain().empty() && n.domain() != "ai.onnx") {
       user_error(where, ": operator domain '", n.domain(), "' is not supported");
     }
-    check_supported(n.op_type(), opset_, where);
+    check_supported(n.op_type(), opset_of(n), where);
     if (n.op_type() == "Constant") return bind_outputs(n, constant_node(n, where), b, where);
 
     NodeForm form;
@@ -198,7 +206,7 @@ class GraphImporter {
       value = scan_node(form, graphs, b, where);
     } else {
       if (!graphs.empty()) user_error(where, ": unexpected graph attribute");
-      normalize(form, opset_, where);
+      normalize(form, opset_of(n), where);
       if (multi_output_call(n)) form.attrs["num_outputs"] = int64_t{n.output_size()};
       value = compiler::make_call(form.op, form.inputs, form.attrs);
     }
@@ -419,6 +427,7 @@ class GraphImporter {
 
   compiler::Module* module_;
   int64_t opset_;
+  const NodeOpsets& node_opsets_;
   const ImportOptions& options_;
   std::vector<std::map<std::string, Expr>> scopes_;
   std::set<std::string> used_dim_options_;
@@ -439,8 +448,10 @@ compiler::Module import_onnx_bytes(std::string_view bytes, const std::string& na
     if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
   }
   if (opset < 0) user_error(name, ": the model imports no opset of the default ONNX domain");
+  // Operators defined as functions of others become their bodies (inline_functions.h).
+  const NodeOpsets node_opsets = inline_functions(model, opset);
   compiler::Module module;
-  GraphImporter importer(&module, opset, options);
+  GraphImporter importer(&module, opset, node_opsets, options);
   try {
     module.functions.push_back(importer.main(model.graph()));
   } catch (const UserError& e) {

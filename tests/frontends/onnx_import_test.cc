@@ -11,11 +11,15 @@
 #include <functional>
 #include <iterator>
 #include <map>
+#include <tuple>
+#include <vector>
 
 #include "compiler/ir/parser.h"
 #include "compiler/ir/printer.h"
 #include "frontends/onnx/importer.h"
 #include "tests/support/expect_user_error.h"
+
+#include <onnx/onnx_pb.h>
 
 namespace dynvm::frontends::onnx_import {
 namespace {
@@ -121,6 +125,83 @@ TEST(OnnxImport, ErrorsAreOneLineNamingTheNode) {
   cycle.same_dims["batch"] = "b2";
   cycle.same_dims["b2"] = "batch";
   EXPECT_USER_ERROR(import_onnx_file(fixture("legacy_ops.onnx"), cycle), "aliases form a cycle");
+}
+
+// A one-node model at opset 17: inputs (name, ONNX element type, dims), one output.
+std::string one_node_model(const std::string& op,
+                           const std::vector<std::tuple<std::string, int, std::vector<int64_t>>>& inputs,
+                           const std::map<std::string, std::string>& string_attrs = {}) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  onnx::GraphProto* g = m.mutable_graph();
+  g->set_name("g");
+  onnx::NodeProto* n = g->add_node();
+  n->set_op_type(op);
+  n->set_name("node");
+  for (const auto& [name, type, dims] : inputs) {
+    n->add_input(name);
+    onnx::ValueInfoProto* v = g->add_input();
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(type);
+    for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+  }
+  for (const auto& [name, value] : string_attrs) {
+    onnx::AttributeProto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(value);
+  }
+  n->add_output("y");
+  g->add_output()->set_name("y");
+  return m.SerializeAsString();
+}
+
+std::vector<std::string> ops_of(const compiler::Module& m) {
+  std::vector<std::string> ops;
+  const std::string text = compiler::print_module(m);
+  for (const char* op : {"CastLike", "Cast", "SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss",
+                         "LogSoftmax", "GatherElements", "ReduceMean", "ReduceSum"}) {
+    if (text.find(std::string(" ") + op + "(") != std::string::npos) ops.push_back(op);
+  }
+  return ops;
+}
+
+// An operator dynvm has no rule for but whose ONNX schema defines it as a function of
+// others arrives as that function's body (inline_functions.h): context-dependent bodies
+// built for the inputs' element types, functions calling functions inlined in turn, and
+// attributes the node leaves out taken from the schema's defaults.
+TEST(OnnxImport, OperatorsWithFunctionBodiesAreInlined) {
+  compiler::Module castlike = import_onnx_bytes(
+      one_node_model("CastLike", {{"x", onnx::TensorProto::FLOAT, {3}},
+                                  {"like", onnx::TensorProto::INT64, {1}}}),
+      "castlike.onnx");
+  EXPECT_EQ(ops_of(castlike), std::vector<std::string>{"Cast"});
+  EXPECT_NE(compiler::print_module(castlike).find("{to=7}"), std::string::npos)
+      << compiler::print_module(castlike);
+
+  // SoftmaxCrossEntropyLoss's body calls NegativeLogLikelihoodLoss, whose body is built for
+  // the labels' type; reduction is left to its default, "mean".
+  compiler::Module sce = import_onnx_bytes(
+      one_node_model("SoftmaxCrossEntropyLoss", {{"scores", onnx::TensorProto::FLOAT, {3, 5}},
+                                                 {"labels", onnx::TensorProto::INT64, {3}}}),
+      "sce.onnx");
+  EXPECT_EQ(ops_of(sce), (std::vector<std::string>{"LogSoftmax", "GatherElements", "ReduceMean"}))
+      << compiler::print_module(sce);
+  compiler::Module summed = import_onnx_bytes(
+      one_node_model("SoftmaxCrossEntropyLoss",
+                     {{"scores", onnx::TensorProto::FLOAT, {3, 5}},
+                      {"labels", onnx::TensorProto::INT64, {3}}},
+                     {{"reduction", "sum"}}),
+      "sce_sum.onnx");
+  EXPECT_EQ(ops_of(summed), (std::vector<std::string>{"LogSoftmax", "GatherElements", "ReduceSum"}))
+      << compiler::print_module(summed);
+  // An operator without a body is still refused by name.
+  EXPECT_USER_ERROR(import_onnx_bytes(one_node_model("Trilu", {{"x", onnx::TensorProto::FLOAT,
+                                                                {3, 3}}}),
+                                      "trilu.onnx"),
+                    "node 'node' (Trilu, opset 17): operator Trilu is not supported");
 }
 
 // --dim A=B: dim A of the model becomes dim B.
