@@ -101,6 +101,13 @@ void register_elementwise_bindings() {
       {"Softplus", UnaryOp::kSoftplus},
       {"Sqrt", UnaryOp::kSqrt},
       {"Tanh", UnaryOp::kTanh},
+      {"Tan", UnaryOp::kTan},
+      {"Sinh", UnaryOp::kSinh},
+      {"Cosh", UnaryOp::kCosh},
+      {"Asinh", UnaryOp::kAsinh},
+      {"Acosh", UnaryOp::kAcosh},
+      {"Atanh", UnaryOp::kAtanh},
+      {"Softsign", UnaryOp::kSoftsign},
   };
   for (const auto& [name, op] : unary_ops) bind_unary(name, op);
   const std::pair<const char*, ops::ActivationOp> activations[] = {

@@ -109,7 +109,8 @@ void register_elementwise_ops() {
   for (const char* op :
        {"Acos", "Asin",    "Atan",        "Ceil",      "Cos",  "Elu",        "Erf",
         "Exp",  "Floor",   "HardSigmoid", "HardSwish", "Log",  "Reciprocal", "Round",
-        "Selu", "Sigmoid", "Sin",         "Softplus",  "Sqrt", "Tanh",       "LeakyRelu"}) {
+        "Selu", "Sigmoid", "Sin",         "Softplus",  "Sqrt", "Tanh",       "LeakyRelu",
+        "Tan",  "Sinh",    "Cosh",        "Asinh",     "Acosh", "Atanh",     "Softsign"}) {
     unary(op, true);
   }
   for (const char* op : {"Abs", "Neg", "Relu", "Sign"}) unary(op, false);

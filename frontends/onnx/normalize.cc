@@ -1,6 +1,7 @@
 // Supported operators and opset normalization (see normalize.h).
 #include "frontends/onnx/normalize.h"
 
+#include <map>
 #include <set>
 
 #include "vm/error.h"
@@ -19,7 +20,8 @@ const std::set<std::string>& supported_ops() {
       "Erf", "Exp", "Floor", "Greater", "GreaterOrEqual", "HardSigmoid", "HardSwish", "LeakyRelu",
       "Less", "LessOrEqual", "Log", "Max", "Min", "Mod", "Mul", "Neg", "Not", "Or", "Pow", "PRelu",
       "Reciprocal", "Relu", "Round", "Selu", "Sigmoid", "Sign", "Sin", "Softplus", "Sqrt", "Sub",
-      "Sum", "Tanh", "Where", "Xor", "Cast",
+      "Sum", "Tanh", "Where", "Xor", "Cast", "Tan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
+      "Softsign",
       // reductions and normalizations
       "ArgMax", "ArgMin", "ReduceL1", "ReduceL2", "ReduceLogSumExp", "ReduceMax", "ReduceMean",
       "ReduceMin", "ReduceProd", "ReduceSum", "Softmax", "LogSoftmax", "LayerNormalization",
@@ -71,9 +73,20 @@ void attr_to_input(NodeForm& node, const std::string& name, size_t index, bool r
 
 compiler::Expr absent_input() { return compiler::make_tuple({}); }
 
+// Operators whose semantics have not changed since an opset older than kOldestOpset (later
+// versions only widened their types): accepted from that opset. Others changed before 7
+// (Add's legacy broadcast, BatchNormalization's `spatial`, Reshape's shape attribute).
+int64_t oldest_opset(const std::string& op) {
+  static const std::map<std::string, int64_t> kOlder = {
+      {"Elu", 6},      {"Selu", 6},     {"HardSigmoid", 6},       {"Not", 1},
+      {"Softplus", 1}, {"Softsign", 1}, {"GlobalAveragePool", 1}, {"GlobalMaxPool", 1}};
+  auto it = kOlder.find(op);
+  return it != kOlder.end() ? it->second : kOldestOpset;
+}
+
 void check_supported(const std::string& op, int64_t opset, const std::string& where) {
-  if (opset < kOldestOpset || opset > kNewestOpset) {
-    user_error(where, ": opset ", opset, " is outside what dynvm supports (", kOldestOpset, "..",
+  if (opset < oldest_opset(op) || opset > kNewestOpset) {
+    user_error(where, ": opset ", opset, " is outside what dynvm supports (", oldest_opset(op), "..",
                kNewestOpset, ")");
   }
   if (!supported_ops().count(op)) user_error(where, ": operator ", op, " is not supported");

@@ -128,6 +128,25 @@ Expr unary_math(UnaryOp op, const Expr& x, const UnaryParams& p) {
       if (p.beta) y = tir::min(y, c(x, *p.beta));
       return y;
     }
+    case UnaryOp::kTan:
+      return fn(Intrinsic::kSin, x) / fn(Intrinsic::kCos, x);
+    case UnaryOp::kSinh: {  // (e^x - e^-x) / 2, as expm1 so that small x keeps its digits
+      Expr a = fn(Intrinsic::kExpm1, x), b = fn(Intrinsic::kExpm1, fn(Intrinsic::kNeg, x));
+      return (a - b) * c(x, 0.5);
+    }
+    case UnaryOp::kCosh:
+      return (fn(Intrinsic::kExp, x) + fn(Intrinsic::kExp, fn(Intrinsic::kNeg, x))) * c(x, 0.5);
+    case UnaryOp::kAsinh: {  // sign(x) * log(|x| + sqrt(x^2 + 1)), odd and exact near 0
+      Expr a = fn(Intrinsic::kAbs, x);
+      return fn(Intrinsic::kSign, x) *
+             fn(Intrinsic::kLog1p, a + a * a / (c(x, 1) + fn(Intrinsic::kSqrt, a * a + c(x, 1))));
+    }
+    case UnaryOp::kAcosh:  // log(x + sqrt(x^2 - 1)), x >= 1
+      return fn(Intrinsic::kLog, x + fn(Intrinsic::kSqrt, x * x - c(x, 1)));
+    case UnaryOp::kAtanh:  // log1p(2x / (1 - x)) / 2
+      return fn(Intrinsic::kLog1p, c(x, 2) * x / (c(x, 1) - x)) * c(x, 0.5);
+    case UnaryOp::kSoftsign:
+      return x / (c(x, 1) + fn(Intrinsic::kAbs, x));
   }
   DYNVM_INTERNAL_CHECK(false, "unknown unary op");
   return x;

@@ -37,7 +37,14 @@ namespace dynvm::ops {
   X(Round, "round")              \
   X(Sign, "sign")                \
   X(Not, "not")                  \
-  X(Clip, "clip")
+  X(Clip, "clip")                \
+  X(Tan, "tan")                  \
+  X(Sinh, "sinh")                \
+  X(Cosh, "cosh")                \
+  X(Asinh, "asinh")              \
+  X(Acosh, "acosh")              \
+  X(Atanh, "atanh")              \
+  X(Softsign, "softsign")
 // clang-format on
 
 enum class UnaryOp : uint8_t {

@@ -48,6 +48,13 @@ std::vector<UnaryCase> unary_cases() {
       {UnaryOp::kRound, [](double x) { return std::nearbyint(x); }},
       {UnaryOp::kSign, [](double x) { return static_cast<double>((x > 0) - (x < 0)); }},
       {UnaryOp::kClip, [](double x) { return std::clamp(x, -0.5, 2.0); }, -4, 4, {-0.5, 2.0}},
+      {UnaryOp::kTan, [](double x) { return std::tan(x); }, -1.4, 1.4},
+      {UnaryOp::kSinh, [](double x) { return std::sinh(x); }},
+      {UnaryOp::kCosh, [](double x) { return std::cosh(x); }},
+      {UnaryOp::kAsinh, [](double x) { return std::asinh(x); }, -50, 50},
+      {UnaryOp::kAcosh, [](double x) { return std::acosh(x); }, 1, 50},
+      {UnaryOp::kAtanh, [](double x) { return std::atanh(x); }, -0.99, 0.99},
+      {UnaryOp::kSoftsign, [](double x) { return x / (1 + std::fabs(x)); }, -30, 30},
   };
 }
 
