@@ -1,5 +1,5 @@
 // Kernel bindings of the elementwise operators (kernels/ops/elementwise.h): unary math and
-// activations with their attributes, Clip with constant bounds, binary arithmetic,
+// activations with their attributes, Clip (bounds constant or read at run time), binary arithmetic,
 // comparison and logic (Mod's fmod picks floor or truncated modulo), two-input Max / Min /
 // Sum, Where and Cast; Sin, Cos, HardSwish and PRelu (kernels/ops/activation.h). Acos,
 // Asin and Atan have no builder yet.
@@ -24,6 +24,8 @@ void bind_unary(const std::string& name, UnaryOp op) {
     } else if (op == UnaryOp::kSelu) {
       params.alpha = attr_float(ctx.attrs(), "alpha", 1.67326319217681884765625, ctx.where());
       params.gamma = attr_float(ctx.attrs(), "gamma", 1.05070102214813232421875, ctx.where());
+    } else if (op == UnaryOp::kThresholdedRelu) {
+      params.alpha = attr_float(ctx.attrs(), "alpha", 1.0, ctx.where());
     } else if (op == UnaryOp::kHardSigmoid) {
       params.alpha = attr_float(ctx.attrs(), "alpha", 0.2, ctx.where());
       params.beta = attr_float(ctx.attrs(), "beta", 0.5, ctx.where());
@@ -36,25 +38,52 @@ void bind_unary(const std::string& name, UnaryOp op) {
   });
 }
 
-// Clip: min / max are optional scalar inputs that must be constants (they become the
-// kernel's immediates).
+// Clip: min / max are optional scalar inputs. A constant bound becomes the kernel's
+// immediate; one known only at run time is a kernel argument, broadcast to x.
 KernelBinding bind_clip(const BindContext& ctx) {
   ops::UnaryParams params;
   std::string parts;
-  if (ctx.has_input(1)) {
-    std::vector<double> lo = ctx.const_floats(1, "Clip min");
-    if (lo.size() != 1) ctx.fail("Clip min must be a scalar");
-    params.alpha = lo[0];
-    parts += "min=" + to_string(AttrValue(lo[0])) + ";";
+  std::vector<size_t> args{0};
+  bool lo_arg = false, hi_arg = false;
+  auto bound = [&](size_t i, const char* what, const char* key, std::optional<double>* param,
+                   bool* is_arg) {
+    if (!ctx.has_input(i)) return;
+    if (!ctx.input(i).constant.defined()) {
+      const Type& t = ctx.input(i).type;
+      if (!t.is_tensor() || t->dims.size() > 1) ctx.fail(what, " must be a scalar");
+      args.push_back(i);
+      *is_arg = true;
+      parts += std::string(key) + "=input;";
+      return;
+    }
+    std::vector<double> v = ctx.const_floats(i, what);
+    if (v.size() != 1) ctx.fail(what, " must be a scalar");
+    *param = v[0];
+    parts += std::string(key) + "=" + to_string(AttrValue(v[0])) + ";";
+  };
+  bound(1, "Clip min", "min", &params.alpha, &lo_arg);
+  bound(2, "Clip max", "max", &params.beta, &hi_arg);
+  if (!lo_arg && !hi_arg) {
+    return kernel_binding(ctx, "Clip", parts, {0}, [params](const auto& t) {
+      return ops::unary(UnaryOp::kClip, t[0], params);
+    });
   }
-  if (ctx.has_input(2)) {
-    std::vector<double> hi = ctx.const_floats(2, "Clip max");
-    if (hi.size() != 1) ctx.fail("Clip max must be a scalar");
-    params.beta = hi[0];
-    parts += "max=" + to_string(AttrValue(hi[0])) + ";";
-  }
-  return kernel_binding(ctx, "Clip", parts, {0}, [params](const auto& t) {
-    return ops::unary(UnaryOp::kClip, t[0], params);
+  return kernel_binding(ctx, "Clip", parts, args, [params, lo_arg, hi_arg](const auto& t) {
+    return ops::elementwise_map("clip", t, [=](const std::vector<tir::Expr>& v) {
+      tir::Expr y = v[0];
+      size_t next = 1;
+      if (lo_arg) {
+        y = tir::max(y, v[next++]);
+      } else if (params.alpha) {
+        y = tir::max(y, tir::make_const(y.type(), *params.alpha));
+      }
+      if (hi_arg) {
+        y = tir::min(y, v[next++]);
+      } else if (params.beta) {
+        y = tir::min(y, tir::make_const(y.type(), *params.beta));
+      }
+      return y;
+    });
   });
 }
 
@@ -65,15 +94,30 @@ void bind_binary(const std::string& name, BinaryOp op) {
   });
 }
 
-// Max / Min / Sum: one input is that input, two are a binary op; more are not computable
-// by one kernel yet.
-void bind_variadic(const std::string& name, BinaryOp op) {
-  register_binding(name, [name, op](const BindContext& ctx) {
+// Max / Min / Sum / Mean: one input is that input (Mean's too); two are a binary op;
+// more are one kernel folding the op over all of them, broadcast together (Mean divides
+// the sum by their count).
+void bind_variadic(const std::string& name, BinaryOp op, bool mean = false) {
+  register_binding(name, [name, op, mean](const BindContext& ctx) {
     std::vector<size_t> args = present_inputs(ctx);
+    if (args.empty()) ctx.fail(name, " needs at least one input");
     if (args.size() == 1) return view_binding(LoweringKind::kAlias);
-    if (args.size() != 2) ctx.fail(name, " of ", args.size(), " inputs is not yet computable");
-    return kernel_binding(ctx, name, "", args,
-                          [op](const auto& t) { return ops::binary(op, t[0], t[1]); });
+    if (args.size() == 2 && !mean) {
+      return kernel_binding(ctx, name, "", args,
+                            [op](const auto& t) { return ops::binary(op, t[0], t[1]); });
+    }
+    return kernel_binding(ctx, name, "", args, [name, op, mean](const auto& t) {
+      for (const ops::TensorType& x : t) {
+        if (x.dtype != t[0].dtype) user_error(name, ": the inputs' dtypes differ");
+      }
+      if (mean && !vm::is_floating(t[0].dtype)) user_error(name, " needs floating-point inputs");
+      return ops::elementwise_map(name, t, [op, mean](const std::vector<tir::Expr>& v) {
+        tir::Expr acc = v[0];
+        for (size_t k = 1; k < v.size(); ++k) acc = ops::binary_math(op, acc, v[k]);
+        if (mean) acc = acc / tir::make_const(acc.type(), static_cast<double>(v.size()));
+        return acc;
+      });
+    });
   });
 }
 
@@ -108,6 +152,7 @@ void register_elementwise_bindings() {
       {"Acosh", UnaryOp::kAcosh},
       {"Atanh", UnaryOp::kAtanh},
       {"Softsign", UnaryOp::kSoftsign},
+      {"ThresholdedRelu", UnaryOp::kThresholdedRelu},
   };
   for (const auto& [name, op] : unary_ops) bind_unary(name, op);
   const std::pair<const char*, ops::ActivationOp> activations[] = {
@@ -146,6 +191,7 @@ void register_elementwise_bindings() {
   bind_variadic("Max", BinaryOp::kMax);
   bind_variadic("Min", BinaryOp::kMin);
   bind_variadic("Sum", BinaryOp::kAdd);
+  bind_variadic("Mean", BinaryOp::kAdd, /*mean=*/true);
 
   register_binding("Where", [](const BindContext& ctx) {
     return kernel_binding(ctx, "Where", "", {0, 1, 2},

@@ -178,6 +178,23 @@ void register_shape_bindings() {
   register_binding("Pad", bind_pad);
   register_binding("Tile", bind_tile);
   register_binding("Expand", bind_expand);
+  // Trilu: a constant k (or none: 0) is the kernel's; one known only at run time is its
+  // second argument.
+  register_binding("Trilu", [](const BindContext& ctx) {
+    const bool upper = attr_int(ctx.attrs(), "upper", 1, ctx.where()) != 0;
+    if (ctx.has_input(1) && !ctx.input(1).constant.defined()) {
+      return kernel_binding(ctx, "Trilu", upper ? "upper;k=input" : "lower;k=input", {0, 1},
+                            [upper](const auto& t) { return ops::trilu(t[0], upper, 0, &t[1]); });
+    }
+    int64_t k = 0;
+    if (ctx.has_input(1)) {
+      std::vector<int64_t> v = ctx.const_ints(1, "Trilu's k");
+      if (v.size() != 1) ctx.fail("Trilu's k must be one value");
+      k = v[0];
+    }
+    return kernel_binding(ctx, "Trilu", (upper ? "upper;k=" : "lower;k=") + std::to_string(k), {0},
+                          [upper, k](const auto& t) { return ops::trilu(t[0], upper, k); });
+  });
   register_binding("Gather", [](const BindContext& ctx) { return bind_gather(ctx, false); });
   register_binding("GatherElements", [](const BindContext& ctx) { return bind_gather(ctx, true); });
 }

@@ -106,11 +106,12 @@ std::vector<Dim> broadcast_dims(const OpContext& ctx, const std::vector<Dim>& a,
 }
 
 void register_elementwise_ops() {
-  for (const char* op :
-       {"Acos", "Asin",    "Atan",        "Ceil",      "Cos",  "Elu",        "Erf",
-        "Exp",  "Floor",   "HardSigmoid", "HardSwish", "Log",  "Reciprocal", "Round",
-        "Selu", "Sigmoid", "Sin",         "Softplus",  "Sqrt", "Tanh",       "LeakyRelu",
-        "Tan",  "Sinh",    "Cosh",        "Asinh",     "Acosh", "Atanh",     "Softsign"}) {
+  for (const char* op : {"Acos",      "Asin",  "Atan",       "Ceil",           "Cos",
+                         "Elu",       "Erf",   "Exp",        "Floor",          "HardSigmoid",
+                         "HardSwish", "Log",   "Reciprocal", "Round",          "Selu",
+                         "Sigmoid",   "Sin",   "Softplus",   "Sqrt",           "Tanh",
+                         "LeakyRelu", "Tan",   "Sinh",       "Cosh",           "Asinh",
+                         "Acosh",     "Atanh", "Softsign",   "ThresholdedRelu"}) {
     unary(op, true);
   }
   for (const char* op : {"Abs", "Neg", "Relu", "Sign"}) unary(op, false);

@@ -486,6 +486,10 @@ void register_shape_ops() {
   register_op({"Tile", ShapeRule::kFromInputValues, 2, 2, tile_op});
   register_op({"Pad", ShapeRule::kFromInputValues, 2, 4, pad_op});
   register_op({"Split", ShapeRule::kFromInputValues, 1, 2, split_op});
+  register_op({"Trilu", ShapeRule::kFromInputDims, 1, 2, [](OpContext& ctx) {
+                 if (ctx.dims(0).size() < 2) ctx.fail("needs an input of rank 2 or more");
+                 return Facts{tensor_facts(ctx.dtype(0), ctx.dims(0))};
+               }});
 }
 
 }  // namespace dynvm::compiler

@@ -56,8 +56,8 @@ const onnx::OpSchema* schema_of(const onnx::NodeProto& n, int64_t opset) {
 
 // The body `n` stands for, or nullopt. A context-dependent body is built only once every
 // input's element type is known (a later round may know more).
-std::optional<onnx::FunctionProto> body_of(const onnx::NodeProto& n,
-                                           const onnx::OpSchema* schema, const Types& types) {
+std::optional<onnx::FunctionProto> body_of(const onnx::NodeProto& n, const onnx::OpSchema* schema,
+                                           const Types& types) {
   if (schema == nullptr) return std::nullopt;
   onnx::FunctionProto f;
   if (schema->HasFunction() && schema->GetFunction() != nullptr) {
@@ -90,7 +90,8 @@ std::optional<onnx::FunctionProto> body_of(const onnx::NodeProto& n,
 class Renamer {
  public:
   Renamer(const onnx::NodeProto& n, const onnx::FunctionProto& f, const std::string& prefix) {
-    for (int i = 0; i < f.input_size(); ++i) names_[f.input(i)] = i < n.input_size() ? n.input(i) : "";
+    for (int i = 0; i < f.input_size(); ++i)
+      names_[f.input(i)] = i < n.input_size() ? n.input(i) : "";
     for (int i = 0; i < f.output_size(); ++i) {
       names_[f.output(i)] =
           i < n.output_size() && !n.output(i).empty() ? n.output(i) : prefix + f.output(i);

@@ -21,7 +21,7 @@ const std::set<std::string>& supported_ops() {
       "Less", "LessOrEqual", "Log", "Max", "Min", "Mod", "Mul", "Neg", "Not", "Or", "Pow", "PRelu",
       "Reciprocal", "Relu", "Round", "Selu", "Sigmoid", "Sign", "Sin", "Softplus", "Sqrt", "Sub",
       "Sum", "Tanh", "Where", "Xor", "Cast", "Tan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
-      "Softsign",
+      "Softsign", "ThresholdedRelu", "Trilu", "Mean",
       // reductions and normalizations
       "ArgMax", "ArgMin", "ReduceL1", "ReduceL2", "ReduceLogSumExp", "ReduceMax", "ReduceMean",
       "ReduceMin", "ReduceProd", "ReduceSum", "Softmax", "LogSoftmax", "LayerNormalization",
@@ -86,8 +86,8 @@ int64_t oldest_opset(const std::string& op) {
 
 void check_supported(const std::string& op, int64_t opset, const std::string& where) {
   if (opset < oldest_opset(op) || opset > kNewestOpset) {
-    user_error(where, ": opset ", opset, " is outside what dynvm supports (", oldest_opset(op), "..",
-               kNewestOpset, ")");
+    user_error(where, ": opset ", opset, " is outside what dynvm supports (", oldest_opset(op),
+               "..", kNewestOpset, ")");
   }
   if (!supported_ops().count(op)) user_error(where, ": operator ", op, " is not supported");
 }

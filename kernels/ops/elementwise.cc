@@ -147,6 +147,8 @@ Expr unary_math(UnaryOp op, const Expr& x, const UnaryParams& p) {
       return fn(Intrinsic::kLog1p, c(x, 2) * x / (c(x, 1) - x)) * c(x, 0.5);
     case UnaryOp::kSoftsign:
       return x / (c(x, 1) + fn(Intrinsic::kAbs, x));
+    case UnaryOp::kThresholdedRelu:
+      return tir::select(cmp(tir::CompareOp::kGt, x, c(x, p.alpha.value_or(1.0))), x, c(x, 0));
   }
   DYNVM_INTERNAL_CHECK(false, "unknown unary op");
   return x;
@@ -193,6 +195,8 @@ Expr trunc_mod(const Expr& a, const Expr& b) {
   return tir::select(fix, r - b, r);
 }
 
+}  // namespace
+
 Expr binary_math(BinaryOp op, const Expr& a, const Expr& b) {
   using tir::CompareOp;
   switch (op) {
@@ -234,6 +238,8 @@ Expr binary_math(BinaryOp op, const Expr& a, const Expr& b) {
   DYNVM_INTERNAL_CHECK(false, "unknown binary op");
   return a;
 }
+
+namespace {
 
 bool is_logic(BinaryOp op) {
   return op == BinaryOp::kAnd || op == BinaryOp::kOr || op == BinaryOp::kXor;

@@ -44,7 +44,8 @@ namespace dynvm::ops {
   X(Asinh, "asinh")              \
   X(Acosh, "acosh")              \
   X(Atanh, "atanh")              \
-  X(Softsign, "softsign")
+  X(Softsign, "softsign")        \
+  X(ThresholdedRelu, "thresholded_relu")
 // clang-format on
 
 enum class UnaryOp : uint8_t {
@@ -97,6 +98,9 @@ const char* binary_op_name(BinaryOp op);
 // Integer div truncates toward zero (ONNX); mod is floor modulo (sign of the divisor,
 // ONNX fmod=0), fmod truncated (sign of the dividend, ONNX fmod=1).
 OpInstance binary(BinaryOp op, const TensorType& a, const TensorType& b);
+// The value of one binary op on two scalars of the same type: for builders that combine
+// several inputs (variadic Max / Min / Sum).
+tir::Expr binary_math(BinaryOp op, const tir::Expr& a, const tir::Expr& b);
 // cond ? a : b with three-way broadcasting.
 OpInstance where(const TensorType& cond, const TensorType& a, const TensorType& b);
 

@@ -350,6 +350,29 @@ OpInstance tile(const TensorType& x, const std::vector<int64_t>& repeats) {
   return injective_op("tile_" + dtype_suffix(x.dtype), {in}, out);
 }
 
+OpInstance trilu(const TensorType& x, bool upper, int64_t k, const TensorType* k_input) {
+  const size_t rank = x.shape.size();
+  if (rank < 2) user_error("trilu: the input has rank ", rank, ", needs at least 2");
+  if (k_input != nullptr && k_input->dtype != vm::DType::kInt64) {
+    user_error("trilu: k must be int64, got ", dtype_suffix(k_input->dtype));
+  }
+  te::TensorRef in = te::placeholder("X", x.shape, x.dtype);
+  std::vector<te::TensorRef> inputs{in};
+  if (k_input != nullptr) inputs.push_back(te::placeholder("K", k_input->shape, vm::DType::kInt64));
+  te::TensorRef out = te::compute("Y", x.shape, [&](const te::Indices& i) {
+    // Column minus row: the diagonal an element is on.
+    tir::Expr diagonal = tir::index_value(Expr(i[rank - 1]) - Expr(i[rank - 2]));
+    tir::Expr bound = tir::make_const_int(tir::i64(), k);
+    if (k_input != nullptr)
+      bound = te::read(inputs[1], std::vector<Expr>(k_input->shape.size(), 0));
+    tir::Expr keep =
+        tir::compare(upper ? tir::CompareOp::kGe : tir::CompareOp::kLe, diagonal, bound);
+    tir::Expr value = te::read(in, as_exprs(i));
+    return tir::select(keep, value, tir::make_const(value.type(), 0));
+  });
+  return injective_op(std::string(upper ? "triu_" : "tril_") + dtype_suffix(x.dtype), inputs, out);
+}
+
 OpInstance expand(const TensorType& x, const std::vector<Expr>& shape) {
   for (const Expr& d : shape) {
     if (d.is_int_imm() && d.int_value() < 0) user_error("expand: dim ", d.int_value(), " < 0");

@@ -53,6 +53,13 @@ OpInstance pad(const TensorType& x, const std::vector<int64_t>& pads,
 // ONNX Tile: output dim k is input dim k times repeats[k] (repeats >= 0, one per dim).
 OpInstance tile(const TensorType& x, const std::vector<int64_t>& repeats);
 
+// ONNX Trilu: x's elements on and above (`upper`) or on and below the k-th diagonal of its
+// last two dims, zero elsewhere (k > 0 is above the main diagonal). `k` is a constant, or
+// with `k_input` a one-element i64 tensor the kernel reads at run time (its second
+// argument). Any dtype; rank >= 2.
+OpInstance trilu(const TensorType& x, bool upper, int64_t k = 0,
+                 const TensorType* k_input = nullptr);
+
 // ONNX Expand: x broadcast with `shape` (numpy rules, both ways: the output shape is
 // broadcast_shape({x.shape, shape})).
 OpInstance expand(const TensorType& x, const std::vector<arith::Expr>& shape);

@@ -103,7 +103,16 @@ TEST(Binding, RefusesWhatNoKernelComputes) {
   EXPECT_USER_ERROR(
       bind("MaxPool", {{"kernel_shape", std::vector<int64_t>{2}}, {"ceil_mode", int64_t{1}}}, {x}),
       "ceil_mode");
-  EXPECT_USER_ERROR(bind("Sum", {}, {x, x, x}), "Sum of 3 inputs");
+}
+
+TEST(Binding, VariadicOpsOfManyInputsAreOneKernel) {
+  ValueFacts x = tensor(vm::DType::kFloat32, {2, 3, 4});
+  for (const char* op : {"Sum", "Max", "Min", "Mean"}) {
+    KernelBinding b = bind(op, {}, {x, x, x});
+    EXPECT_EQ(b.kind, LoweringKind::kKernel) << op;
+    EXPECT_EQ(b.args, (std::vector<size_t>{0, 1, 2})) << op;
+  }
+  EXPECT_EQ(bind("Mean", {}, {x}).kind, LoweringKind::kAlias);
 }
 
 }  // namespace

@@ -110,7 +110,8 @@ std::string run_case(const RawCase& c) {
            std::to_string(c.outputs.size());
   }
   for (size_t k = 0; k < results.size(); ++k) {
-    if (results[k].if_tensor() == nullptr) return "output " + std::to_string(k) + " is not a tensor";
+    if (results[k].if_tensor() == nullptr)
+      return "output " + std::to_string(k) + " is not a tensor";
     std::string why;
     vm::Tensor got = results[k].as_tensor().copy_to(vm::kCpu);
     if (!tensors_match(got, c.outputs[k], kRtol, kAtol, &why)) {
@@ -196,12 +197,11 @@ TEST(Conformance, EndToEnd) {
   const int64_t applicable = passed + failed;
   std::cout << "[conformance] end to end" << (kSanitizedStride > 1 ? " (sanitizer sample)" : "")
             << ": " << cases << " cases, " << passed << " passed, " << failed << " failed ("
-            << failed_as_listed << " listed; " << stage_detail << "), " << na
-            << " not applicable (" << na_detail << ")\n";
+            << failed_as_listed << " listed; " << stage_detail << "), " << na << " not applicable ("
+            << na_detail << ")\n";
   std::cout << "[conformance] end to end: " << passed << " of " << applicable
             << " applicable cases pass ("
-            << (applicable > 0 ? 100.0 * static_cast<double>(passed) / applicable : 0.0)
-            << "%) in "
+            << (applicable > 0 ? 100.0 * static_cast<double>(passed) / applicable : 0.0) << "%) in "
             << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()
             << " s\n";
 }

@@ -55,6 +55,7 @@ std::vector<UnaryCase> unary_cases() {
       {UnaryOp::kAcosh, [](double x) { return std::acosh(x); }, 1, 50},
       {UnaryOp::kAtanh, [](double x) { return std::atanh(x); }, -0.99, 0.99},
       {UnaryOp::kSoftsign, [](double x) { return x / (1 + std::fabs(x)); }, -30, 30},
+      {UnaryOp::kThresholdedRelu, [](double x) { return x > 0.5 ? x : 0.0; }, -4, 4, {0.5}},
   };
 }
 

@@ -597,5 +597,48 @@ TEST(TransformBuilders, OutputShapesAreExpressionsOfTheInputDims) {
   EXPECT_EQ(knob(p, {}, "vector_width"), 8);
 }
 
+// ---- trilu
+
+// Element (.., r, c) is kept when c - r >= k (upper) or <= k (lower), else 0.
+std::vector<double> trilu_ref(const vm::Tensor& x, bool upper, int64_t k) {
+  std::vector<double> want;
+  const vm::Shape& s = x.shape();
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    std::vector<int64_t> idx = unravel(i, s);
+    const int64_t d = idx[idx.size() - 1] - idx[idx.size() - 2];
+    want.push_back((upper ? d >= k : d <= k) ? at(x, i) : 0.0);
+  }
+  return want;
+}
+
+TEST(Trilu, ConstantAndRunTimeDiagonalsOnSymbolicShapes) {
+  arith::Var b("b"), r("r"), c("c");
+  OpLibrary lib = OpLibrary::build({
+      {"upper_k1_f32", trilu({kF32, {b, r, c}}, true, 1)},
+      {"lower_k0_i64", trilu({kI64, {r, c}}, false)},
+      {"upper_k_input_f32",
+       [&] {
+         TensorType k{kI64, {}};
+         return trilu({kF32, {r, c}}, true, 0, &k);
+       }()},
+  });
+  std::mt19937 rng(3);
+  for (const vm::Shape& s : std::vector<vm::Shape>{{2, 3, 4}, {1, 5, 2}, {3, 1, 17}, {1, 0, 3}}) {
+    vm::Tensor x = input(s, kF32, rng);
+    check_one(lib, "upper_k1_f32", {x}, s, trilu_ref(x, true, 1));
+  }
+  for (const vm::Shape& s : std::vector<vm::Shape>{{4, 4}, {3, 9}, {9, 3}}) {
+    vm::Tensor x = input(s, kI64, rng);
+    check_one(lib, "lower_k0_i64", {x}, s, trilu_ref(x, false, 0));
+  }
+  for (int64_t k : {-7, -1, 0, 2, 30}) {
+    vm::Tensor x = input({5, 6}, kF32, rng);
+    vm::Tensor kt = vm::Tensor::from_vector(std::vector<int64_t>{k}, {}, kI64);
+    vm::Tensor y = run_outputs(lib, "upper_k_input_f32", {x, kt}, {{5, 6}}, kF32)[0];
+    expect_close(y, trilu_ref(x, true, k), 0, 0, "k = " + std::to_string(k));
+  }
+  EXPECT_USER_ERROR(trilu({kF32, {r}}, true), "trilu: the input has rank 1");
+}
+
 }  // namespace
 }  // namespace dynvm::ops::testing
