@@ -335,10 +335,16 @@ void register_nn_bindings() {
                           [](const auto& t) { return ops::global_max_pool(t[0]); });
   });
   const std::pair<const char*, ops::ReduceKind> reductions[] = {
-      {"ReduceSum", ops::ReduceKind::kSum},   {"ReduceMean", ops::ReduceKind::kMean},
-      {"ReduceMax", ops::ReduceKind::kMax},   {"ReduceMin", ops::ReduceKind::kMin},
-      {"ReduceProd", ops::ReduceKind::kProd}, {"ReduceL1", ops::ReduceKind::kL1},
-      {"ReduceL2", ops::ReduceKind::kL2},     {"ReduceLogSumExp", ops::ReduceKind::kLogSumExp},
+      {"ReduceSum", ops::ReduceKind::kSum},
+      {"ReduceMean", ops::ReduceKind::kMean},
+      {"ReduceMax", ops::ReduceKind::kMax},
+      {"ReduceMin", ops::ReduceKind::kMin},
+      {"ReduceProd", ops::ReduceKind::kProd},
+      {"ReduceL1", ops::ReduceKind::kL1},
+      {"ReduceL2", ops::ReduceKind::kL2},
+      {"ReduceLogSumExp", ops::ReduceKind::kLogSumExp},
+      {"ReduceSumSquare", ops::ReduceKind::kSumSquare},
+      {"ReduceLogSum", ops::ReduceKind::kLogSum},
   };
   for (const auto& [name, kind] : reductions) bind_reduce(name, kind);
   register_binding("ArgMax", [](const BindContext& ctx) { return bind_arg_reduce(ctx, true); });

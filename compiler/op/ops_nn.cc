@@ -274,8 +274,9 @@ void register_nn_ops() {
   register_op({"GlobalMaxPool", ShapeRule::kFromInputDims, 1, 1, global_pool_op});
   register_op({"MatMul", ShapeRule::kFromInputDims, 2, 2, matmul_op});
   register_op({"Gemm", ShapeRule::kFromInputDims, 2, 3, gemm_op});
-  for (const char* op : {"ReduceL1", "ReduceL2", "ReduceLogSumExp", "ReduceMax", "ReduceMean",
-                         "ReduceMin", "ReduceProd", "ReduceSum"}) {
+  for (const char* op :
+       {"ReduceL1", "ReduceL2", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin",
+        "ReduceProd", "ReduceSum", "ReduceSumSquare", "ReduceLogSum"}) {
     register_op({op, ShapeRule::kFromInputDims, 1, 2, reduce_op});
   }
   register_op({"ArgMax", ShapeRule::kFromInputDims, 1, 1, arg_reduce_op});

@@ -24,8 +24,8 @@ const std::set<std::string>& supported_ops() {
       "Softsign", "ThresholdedRelu", "Trilu", "Mean",
       // reductions and normalizations
       "ArgMax", "ArgMin", "ReduceL1", "ReduceL2", "ReduceLogSumExp", "ReduceMax", "ReduceMean",
-      "ReduceMin", "ReduceProd", "ReduceSum", "Softmax", "LogSoftmax", "LayerNormalization",
-      "BatchNormalization",
+      "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare", "ReduceLogSum", "Softmax",
+      "LogSoftmax", "LayerNormalization", "BatchNormalization",
       // linear algebra, convolution, pooling
       "MatMul", "Gemm", "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool",
       "GlobalMaxPool",

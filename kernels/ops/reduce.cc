@@ -141,6 +141,10 @@ const char* reduce_kind_name(ReduceKind kind) {
       return "reduce_l2";
     case ReduceKind::kLogSumExp:
       return "reduce_log_sum_exp";
+    case ReduceKind::kSumSquare:
+      return "reduce_sum_square";
+    case ReduceKind::kLogSum:
+      return "reduce_log_sum";
   }
   return "?";
 }
@@ -162,8 +166,8 @@ std::vector<size_t> normalize_axes(std::vector<int64_t> axes, size_t rank) {
 }
 
 OpInstance reduce(ReduceKind kind, const TensorType& x, std::vector<int64_t> axes, bool keepdims) {
-  bool needs_float =
-      kind == ReduceKind::kMean || kind == ReduceKind::kL2 || kind == ReduceKind::kLogSumExp;
+  bool needs_float = kind == ReduceKind::kMean || kind == ReduceKind::kL2 ||
+                     kind == ReduceKind::kLogSumExp || kind == ReduceKind::kLogSum;
   if (needs_float && !vm::is_floating(x.dtype)) {
     user_error(reduce_kind_name(kind), " needs a floating-point input");
   }
@@ -208,17 +212,24 @@ OpInstance reduce(ReduceKind kind, const TensorType& x, std::vector<int64_t> axe
         return te::sum(tir::call(tir::Intrinsic::kAbs, v), std::move(r));
       });
       break;
+    case ReduceKind::kSumSquare:
+      out = simple("Y", keepdims, g.out_shape,
+                   [](Expr v, auto r) { return te::sum(v * v, std::move(r)); });
+      break;
     case ReduceKind::kMean:
-    case ReduceKind::kL2: {
-      bool mean = kind == ReduceKind::kMean;
-      te::TensorRef s = simple("S", keepdims, g.out_shape, [mean](Expr v, auto r) {
-        return te::sum(mean ? v : v * v, std::move(r));
+    case ReduceKind::kL2:
+    case ReduceKind::kLogSum: {
+      // A sum, then one value per output: / count, sqrt or log.
+      const bool squares = kind == ReduceKind::kL2;
+      te::TensorRef s = simple("S", keepdims, g.out_shape, [squares](Expr v, auto r) {
+        return te::sum(squares ? v * v : v, std::move(r));
       });
       arith::Expr count = g.count;
       out = te::compute("Y", g.out_shape, [&](const te::Indices& i) {
         std::vector<arith::Expr> idx(i.begin(), i.end());
         Expr v = te::read(s, idx);
-        if (!mean) return tir::call(tir::Intrinsic::kSqrt, v);
+        if (kind == ReduceKind::kL2) return tir::call(tir::Intrinsic::kSqrt, v);
+        if (kind == ReduceKind::kLogSum) return tir::call(tir::Intrinsic::kLog, v);
         return v / tir::cast(v.type(), tir::index_value(count));
       });
       reductions = {s};

@@ -11,7 +11,18 @@
 
 namespace dynvm::ops {
 
-enum class ReduceKind : uint8_t { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kLogSumExp };
+enum class ReduceKind : uint8_t {
+  kSum,
+  kMean,
+  kMax,
+  kMin,
+  kProd,
+  kL1,
+  kL2,
+  kLogSumExp,
+  kSumSquare,
+  kLogSum
+};
 const char* reduce_kind_name(ReduceKind kind);
 
 OpInstance reduce(ReduceKind kind, const TensorType& x, std::vector<int64_t> axes,

@@ -11,9 +11,10 @@
 namespace dynvm::ops::testing {
 namespace {
 
-const ReduceKind kKinds[] = {ReduceKind::kSum, ReduceKind::kMean,     ReduceKind::kMax,
-                             ReduceKind::kMin, ReduceKind::kProd,     ReduceKind::kL1,
-                             ReduceKind::kL2,  ReduceKind::kLogSumExp};
+const ReduceKind kKinds[] = {ReduceKind::kSum,   ReduceKind::kMean,      ReduceKind::kMax,
+                             ReduceKind::kMin,   ReduceKind::kProd,      ReduceKind::kL1,
+                             ReduceKind::kL2,    ReduceKind::kLogSumExp, ReduceKind::kSumSquare,
+                             ReduceKind::kLogSum};
 
 struct AxisCase {
   std::string tag;
@@ -77,6 +78,13 @@ std::vector<double> reference(ReduceKind kind, const vm::Tensor& x, const vm::Sh
         for (double v : g) r += std::exp(v);
         r = std::log(r);
         break;
+      case ReduceKind::kSumSquare:
+        for (double v : g) r += v * v;
+        break;
+      case ReduceKind::kLogSum:
+        for (double v : g) r += v;
+        r = std::log(r);
+        break;
     }
     out.push_back(r);
   }
@@ -120,8 +128,10 @@ OpLibrary* Reductions::lib_ = nullptr;
 
 void check(const OpLibrary& lib, ReduceKind kind, const AxisCase& a, bool sym, const vm::Shape& s,
            std::mt19937& rng) {
-  // prod stays near 1 in magnitude; lse's inputs are large enough to overflow a naive exp.
-  double lo = kind == ReduceKind::kProd ? 0.9 : -1, hi = kind == ReduceKind::kProd ? 1.1 : 1;
+  // prod stays near 1 in magnitude; lse's inputs are large enough to overflow a naive exp;
+  // log-sum's are positive (a sum of them has a logarithm).
+  double lo = kind == ReduceKind::kProd ? 0.9 : kind == ReduceKind::kLogSum ? 0.1 : -1;
+  double hi = kind == ReduceKind::kProd ? 1.1 : 1;
   vm::Tensor x = random_tensor(s, kF32, rng, lo, hi);
   std::vector<size_t> axes = normalize_axes(a.axes, s.size());
   vm::Tensor y = run_op(lib, symbol(kind, a, sym), {x}, out_shape(s, axes, a.keepdims), kF32);
