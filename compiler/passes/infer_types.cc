@@ -189,6 +189,14 @@ class TypeInferencer : public ExprMutator {
     Expr t = mutate(e);
     return {t, info_};
   }
+  // Each of `es` typed, in order.
+  void typed_all(const std::vector<Expr>& es, std::vector<Expr>* exprs, std::vector<Info>* infos) {
+    for (const Expr& x : es) {
+      auto [xe, xi] = typed_expr(x);
+      exprs->push_back(std::move(xe));
+      infos->push_back(std::move(xi));
+    }
+  }
   Expr result(std::pair<Expr, Info> typed) {
     info_ = std::move(typed.second);
     return std::move(typed.first);
@@ -208,11 +216,7 @@ class TypeInferencer : public ExprMutator {
   Expr visit_tuple(const Expr& e) override {
     std::vector<Expr> fields;
     std::vector<Info> infos;
-    for (const Expr& f : e->operands) {
-      auto [fe, fi] = typed_expr(f);
-      fields.push_back(fe);
-      infos.push_back(fi);
-    }
+    typed_all(e->operands, &fields, &infos);
     info_ = tuple_info(infos);
     return make_tuple(fields, info_.type());
   }
@@ -244,11 +248,7 @@ class TypeInferencer : public ExprMutator {
     if (callee == nullptr) user_error(where_, ": call of unknown function @", e->name);
     std::vector<Expr> args;
     std::vector<Info> infos;
-    for (const Expr& a : e->operands) {
-      auto [ae, ai] = typed_expr(a);
-      args.push_back(ae);
-      infos.push_back(ai);
-    }
+    typed_all(e->operands, &args, &infos);
     if (args.size() != callee->params.size()) {
       user_error(where_, ": @", e->name, " takes ", callee->params.size(), " arguments, got ",
                  args.size());
@@ -428,11 +428,7 @@ class TypeInferencer : public ExprMutator {
     }
     std::vector<Expr> init;
     std::vector<Info> carried;
-    for (const Expr& c : loop_carried(e)) {
-      auto [ce, ci] = typed_expr(c);
-      init.push_back(ce);
-      carried.push_back(ci);
-    }
+    typed_all(loop_carried(e), &init, &carried);
     const Function& body = *e->body;
     // Generalize the carried types until the body maps them onto themselves.
     std::pair<std::shared_ptr<Function>, Info> typed;

@@ -1,9 +1,12 @@
 // TEST-ONLY: reading ONNX node tests and comparing values (see conformance_case.h).
 #include "tests/conformance/conformance_case.h"
 
+#include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -98,6 +101,45 @@ bool match_values(const vm::Tensor& got, const vm::Tensor& want, double rtol, do
 }
 
 }  // namespace
+
+std::vector<std::filesystem::path> case_dirs(const char* default_dir) {
+  const char* env = std::getenv("DYNVM_CONFORMANCE_DIR");
+  const std::filesystem::path node =
+      std::filesystem::path(env != nullptr && *env != '\0' ? env : default_dir) / "node";
+  if (!std::filesystem::is_directory(node)) {
+    ADD_FAILURE() << "no ONNX node tests in " << node.string()
+                  << ": run `make conformance-data` (scripts/gen-conformance.sh) or point "
+                     "DYNVM_CONFORMANCE_DIR at its output";
+    return {};
+  }
+  std::vector<std::filesystem::path> dirs;
+  for (const auto& e : std::filesystem::directory_iterator(node)) {
+    if (e.is_directory() && e.path().filename().string().rfind("test_", 0) == 0) {
+      dirs.push_back(e.path());
+    }
+  }
+  std::sort(dirs.begin(), dirs.end());
+  return dirs;
+}
+
+std::map<std::string, std::string> read_case_list(const std::filesystem::path& file) {
+  std::map<std::string, std::string> out;
+  std::ifstream in(file);
+  EXPECT_TRUE(in.good()) << "cannot read " << file.string();
+  const std::string list = file.filename().string();
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream s(line);
+    std::string name, rest;
+    s >> name;
+    std::getline(s, rest);
+    rest.erase(0, rest.find_first_not_of(' '));
+    EXPECT_FALSE(rest.empty()) << list << ": nothing after the name in: " << line;
+    EXPECT_TRUE(out.emplace(name, rest).second) << list << " lists " << name << " twice";
+  }
+  return out;
+}
 
 NodeCase load_case(const std::filesystem::path& dir) {
   NodeCase c;

@@ -29,6 +29,15 @@ struct NodeCase {
   frontends::onnx_import::ImportOptions options;  // symbolic dims bound to the test shapes
 };
 
+// The node test folders, DIR/node/test_* with DIR = $DYNVM_CONFORMANCE_DIR or `default_dir`,
+// sorted; none (and a gtest failure saying how to make them) when there are none.
+std::vector<std::filesystem::path> case_dirs(const char* default_dir);
+
+// A list of cases, `test_name rest of line` per line (blank lines and '#' comments
+// skipped): name -> rest. A gtest failure for an unreadable file, a line with nothing
+// after the name, or a name listed twice.
+std::map<std::string, std::string> read_case_list(const std::filesystem::path& file);
+
 // The node test in `dir`. Throws (UserError / std::exception) when its files are unreadable.
 NodeCase load_case(const std::filesystem::path& dir);
 

@@ -39,53 +39,23 @@ using compiler::ExprKind;
 constexpr double kRtol = 1e-4;
 constexpr double kAtol = 1e-5;
 
-fs::path data_dir() {
-  const char* env = std::getenv("DYNVM_CONFORMANCE_DIR");
-  return fs::path(env != nullptr && *env != '\0' ? env : DYNVM_DEFAULT_CONFORMANCE_DIR);
-}
-
 struct Listed {
   std::string phase;
   std::string reason;
 };
 
+// expected_failures.txt: `test_name phase reason`.
 std::map<std::string, Listed> expected_failures() {
   std::map<std::string, Listed> out;
-  std::ifstream in(DYNVM_EXPECTED_FAILURES);
-  EXPECT_TRUE(in.good()) << "cannot read " << DYNVM_EXPECTED_FAILURES;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream s(line);
-    std::string name, phase, reason;
-    s >> name >> phase;
-    std::getline(s, reason);
-    reason.erase(0, reason.find_first_not_of(' '));
-    EXPECT_TRUE(phase == "import" || phase == "types" || phase == "kernel")
-        << "expected_failures.txt: bad phase in: " << line;
-    EXPECT_FALSE(reason.empty()) << "expected_failures.txt: no reason in: " << line;
-    EXPECT_TRUE(out.emplace(name, Listed{phase, reason}).second)
-        << "expected_failures.txt lists " << name << " twice";
+  for (const auto& [name, rest] : read_case_list(DYNVM_EXPECTED_FAILURES)) {
+    const size_t space = rest.find(' ');
+    Listed l{rest.substr(0, space), space == std::string::npos ? "" : rest.substr(space + 1)};
+    EXPECT_TRUE(l.phase == "import" || l.phase == "types" || l.phase == "kernel")
+        << "expected_failures.txt: bad phase for " << name << ": " << l.phase;
+    EXPECT_FALSE(l.reason.empty()) << "expected_failures.txt: no reason for " << name;
+    out.emplace(name, l);
   }
   return out;
-}
-
-std::vector<fs::path> case_dirs() {
-  const fs::path node = data_dir() / "node";
-  if (!fs::is_directory(node)) {
-    ADD_FAILURE() << "no ONNX node tests in " << node.string()
-                  << ": run `make conformance-data` (scripts/gen-conformance.sh) or point "
-                     "DYNVM_CONFORMANCE_DIR at its output";
-    return {};
-  }
-  std::vector<fs::path> dirs;
-  for (const auto& e : fs::directory_iterator(node)) {
-    if (e.is_directory() && e.path().filename().string().rfind("test_", 0) == 0) {
-      dirs.push_back(e.path());
-    }
-  }
-  std::sort(dirs.begin(), dirs.end());
-  return dirs;
 }
 
 // Tallies one phase and checks each outcome against the list.
@@ -201,7 +171,7 @@ std::vector<Typed> import_and_type(const std::map<std::string, Listed>& listed, 
   Phase import("import", listed, report), types("types", listed, report);
   std::set<std::string> reached_import, reached_types;
   std::vector<Typed> typed;
-  for (const fs::path& dir : case_dirs()) {
+  for (const fs::path& dir : case_dirs(DYNVM_DEFAULT_CONFORMANCE_DIR)) {
     NodeCase c;
     try {
       c = load_case(dir);

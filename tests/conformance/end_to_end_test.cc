@@ -45,30 +45,6 @@ constexpr size_t kSanitizedStride = 8;
 constexpr size_t kSanitizedStride = 1;
 #endif
 
-fs::path data_dir() {
-  const char* env = std::getenv("DYNVM_CONFORMANCE_DIR");
-  return fs::path(env != nullptr && *env != '\0' ? env : DYNVM_DEFAULT_CONFORMANCE_DIR);
-}
-
-std::map<std::string, std::string> listed_failures() {
-  std::map<std::string, std::string> out;
-  std::ifstream in(DYNVM_END_TO_END_FAILURES);
-  EXPECT_TRUE(in.good()) << "cannot read " << DYNVM_END_TO_END_FAILURES;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream s(line);
-    std::string name, reason;
-    s >> name;
-    std::getline(s, reason);
-    reason.erase(0, reason.find_first_not_of(' '));
-    EXPECT_FALSE(reason.empty()) << "end_to_end_failures.txt: no reason in: " << line;
-    EXPECT_TRUE(out.emplace(name, reason).second)
-        << "end_to_end_failures.txt lists " << name << " twice";
-  }
-  return out;
-}
-
 // One line: newlines folded, at most 200 characters.
 std::string one_line(std::string s) {
   for (char& c : s) {
@@ -122,19 +98,9 @@ std::string run_case(const RawCase& c) {
 }
 
 TEST(Conformance, EndToEnd) {
-  const std::map<std::string, std::string> listed = listed_failures();
-  const fs::path node = data_dir() / "node";
-  ASSERT_TRUE(fs::is_directory(node))
-      << "no ONNX node tests in " << node.string()
-      << ": run `make conformance-data` (scripts/gen-conformance.sh) or point "
-         "DYNVM_CONFORMANCE_DIR at its output";
-  std::vector<fs::path> dirs;
-  for (const auto& e : fs::directory_iterator(node)) {
-    if (e.is_directory() && e.path().filename().string().rfind("test_", 0) == 0) {
-      dirs.push_back(e.path());
-    }
-  }
-  std::sort(dirs.begin(), dirs.end());
+  const std::map<std::string, std::string> listed = read_case_list(DYNVM_END_TO_END_FAILURES);
+  const std::vector<fs::path> dirs = case_dirs(DYNVM_DEFAULT_CONFORMANCE_DIR);
+  ASSERT_FALSE(dirs.empty());
 
   const auto t0 = std::chrono::steady_clock::now();
   int64_t passed = 0, failed = 0, failed_as_listed = 0, cases = 0;
