@@ -46,11 +46,13 @@ bool compare(CmpKind k, int64_t a, int64_t b) {
   return false;
 }
 
-int64_t load_scalar(const Tensor& t) {
-  if (t.numel() != 1)
-    user_error("load_scalar needs a one-element tensor, got ", shape_str(t.shape()));
-  if (t.device().type != DeviceType::kCPU) user_error("load_scalar needs a host tensor");
-  const void* p = t.data();
+// Element k (row-major) of a host integer or bool tensor, as an int64.
+int64_t load_element(const Tensor& t, int64_t k) {
+  if (k < 0 || k >= t.numel()) {
+    user_error("load_elem: element ", k, " of a tensor of shape ", shape_str(t.shape()));
+  }
+  if (t.device().type != DeviceType::kCPU) user_error("load_elem needs a host tensor");
+  const void* p = static_cast<const uint8_t*>(t.data()) + k * dtype_size(t.dtype());
   switch (t.dtype()) {
     case DType::kBool:
       return *static_cast<const uint8_t*>(p) != 0;
@@ -71,13 +73,19 @@ int64_t load_scalar(const Tensor& t) {
     case DType::kUInt64: {
       uint64_t v = *static_cast<const uint64_t*>(p);
       if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-        user_error("load_scalar: ", v, " does not fit in int64");
+        user_error("load_elem: ", v, " does not fit in int64");
       }
       return static_cast<int64_t>(v);
     }
     default:
-      user_error("load_scalar needs an integer or bool tensor, got ", dtype_name(t.dtype()));
+      user_error("load_elem needs an integer or bool tensor, got ", dtype_name(t.dtype()));
   }
+}
+
+int64_t load_scalar(const Tensor& t) {
+  if (t.numel() != 1)
+    user_error("load_scalar needs a one-element tensor, got ", shape_str(t.shape()));
+  return load_element(t, 0);
 }
 
 // The elements of `s` as an integer host tensor of `dtype`: [n] for rank 1, a scalar for
@@ -397,6 +405,14 @@ Value VirtualMachine::execute(size_t entry, std::span<const Value> args) {
         user_error(exe.strings[a[0]]);
       case Opcode::LoadScalar:
         r[a[0]] = load_scalar(r[a[1]].as_tensor());
+        ++pc;
+        break;
+      case Opcode::LoadElem:
+        r[a[0]] = load_element(r[a[1]].as_tensor(), a[2]);
+        ++pc;
+        break;
+      case Opcode::SelectI:
+        r[a[0]] = r[a[1]].as_int() != 0 ? r[a[2]].as_int() : r[a[3]].as_int();
         ++pc;
         break;
       case Opcode::ShapeTensor:

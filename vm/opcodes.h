@@ -61,7 +61,10 @@ enum class OperandKind : uint8_t {
   X(ShapeTensor,  "shape_tensor",  Dst, Reg, Imm, DType)     /* shape -> integer host      */\
                                                       /* tensor; Imm = rank (1: [n]; 0: []) */\
   X(TupleAppend,  "tuple_append",  Dst, Reg, Reg)            /* dst = tuple + (value,)     */\
-  X(TupleGet,     "tuple_get",     Dst, Reg, Reg)            /* dst = tuple[int register]  */
+  X(TupleGet,     "tuple_get",     Dst, Reg, Reg)            /* dst = tuple[int register]  */\
+  X(LoadElem,     "load_elem",     Dst, Reg, Imm)            /* element Imm of a host      */\
+                                                      /* integer tensor -> int (row-major) */\
+  X(SelectI,      "select",        Dst, Reg, Reg, Reg)       /* dst = c != 0 ? a : b       */
 // clang-format on
 
 enum class Opcode : uint8_t {

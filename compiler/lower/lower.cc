@@ -48,7 +48,9 @@ class FunctionLowering : public ExprFunctor<Regs(const Expr&, const std::string&
         placement_(placement),
         exe_(exe),
         kernels_(kernels),
-        shapes_(&code_, &next_reg_) {}
+        shapes_(&code_, &next_reg_) {
+    shapes_.set_resolver([this](const arith::Var& v) { return read_symbol(v); });
+  }
 
   vm::Function lower(const Function& f) {
     for (const Expr& p : f.params) {
@@ -89,6 +91,41 @@ class FunctionLowering : public ExprFunctor<Regs(const Expr&, const std::string&
     for (const Expr& p : f.params) copy_after_binding(p->var_id, values_.at(p->var_id));
   }
 
+  // A run-time symbol (passes/pass.h) read from its value, which is in scope wherever a
+  // type mentions the symbol: a dim of its shape, or an element read on the host.
+  std::optional<uint32_t> read_symbol(const arith::Var& v) {
+    auto it = typed_.runtime_symbols.find(v.id());
+    if (it == typed_.runtime_symbols.end()) return std::nullopt;
+    const RuntimeSymbol& s = it->second;
+    auto value = values_.find(s.var_id);
+    DYNVM_INTERNAL_CHECK(value != values_.end() && s.field < value->second.regs.size(),
+                         "the run-time symbol ", v.name(), " is read outside its value's scope");
+    uint32_t tensor = value->second.regs[s.field];
+    uint32_t r = next_reg_++;
+    if (s.kind == RuntimeSymbol::Kind::kDim) {
+      code_.push_back({vm::Opcode::Dim, {r, tensor, s.index}});
+      return r;
+    }
+    if (placement_.kernel_device.type != vm::DeviceType::kCPU &&
+        placement_.device_of(s.var_id, s.field).type != vm::DeviceType::kCPU) {
+      tensor = device_copy(tensor, vm::kCpu);
+    }
+    code_.push_back({vm::Opcode::LoadElem, {r, tensor, s.index}});
+    return r;
+  }
+
+  // The conditions binding `var_id` needs (inference's RunChecks), asserted before it runs.
+  void assert_checks(uint64_t var_id) {
+    auto it = typed_.checks.find(var_id);
+    if (it == typed_.checks.end()) return;
+    for (const RunCheck& c : it->second) {
+      uint32_t ok = shapes_.emit(c.condition);
+      const size_t text = exe_->strings.size();
+      exe_->strings.push_back(c.message);
+      code_.push_back({vm::Opcode::Assert, {ok, static_cast<int64_t>(text)}});
+    }
+  }
+
   uint32_t tuple_register(const Regs& t) {
     uint32_t r = next_reg_++;
     std::vector<int64_t> args{r};
@@ -103,6 +140,7 @@ class FunctionLowering : public ExprFunctor<Regs(const Expr&, const std::string&
  protected:
   // A let binding: its value's registers become the variable's.
   void visit_binding(const Expr& var, const Expr& value, const std::string&, uint64_t) override {
+    assert_checks(var->var_id);
     Regs r = visit(value, "%" + var->name, var->var_id);
     values_[var->var_id] = r;
     types_[var->var_id] = var.type();

@@ -170,6 +170,8 @@ std::vector<std::vector<uint32_t>> may_reference(const vm::Function& fn,
         case Opcode::CmpI:
         case Opcode::MakeShape:
         case Opcode::LoadScalar:
+        case Opcode::LoadElem:
+        case Opcode::SelectI:
         case Opcode::ShapeTensor:
         case Opcode::DeviceCopy:
           break;
@@ -447,7 +449,7 @@ class MemoryPlanner {
   static bool pure_integer(Opcode op) {
     if (op == Opcode::DivI || op == Opcode::ModI) return false;
     return integer_binary(op) || op == Opcode::LoadImm || op == Opcode::CmpI ||
-           op == Opcode::MakeShape;
+           op == Opcode::SelectI || op == Opcode::MakeShape;
   }
 
   vm::Function& fn_;

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -18,12 +20,19 @@ class ShapeCode {
   ShapeCode(std::vector<vm::Instruction>* code, uint32_t* next_register)
       : code_(code), next_register_(next_register) {}
 
+  // Materializes a variable nobody bound: emits the instructions that read it (a run-time
+  // value's element, a result's dim) and returns their register, or nullopt when the
+  // variable is unknown. What it emits is valid where it is emitted, so it is cached like a
+  // computed subexpression (forgotten at clear_cache).
+  using Resolver = std::function<std::optional<uint32_t>(const arith::Var&)>;
+  void set_resolver(Resolver r) { resolve_ = std::move(r); }
+
   // The register holding dim variable `var` at run time (read from an input by the caller).
   void bind(const arith::Var& var, uint32_t reg) { vars_[var.id()] = reg; }
   bool is_bound(arith::VarId id) const { return vars_.count(id) > 0; }
 
-  // A register holding e's value. UserError for a variable nobody bound or a boolean
-  // expression.
+  // A register holding e's value (booleans as 0 / 1). UserError for a variable nobody bound
+  // and the resolver does not know.
   uint32_t emit(const arith::Expr& e);
 
   // Forgets computed subexpressions (their registers are not valid after a branch).
@@ -32,9 +41,13 @@ class ShapeCode {
  private:
   uint32_t fresh() { return (*next_register_)++; }
 
+  uint32_t emit_node(const arith::Expr& e);
+  uint32_t op(vm::Opcode code, std::vector<int64_t> operands);
+
   std::vector<vm::Instruction>* code_;
   uint32_t* next_register_;
   std::unordered_map<arith::VarId, uint32_t> vars_;
+  Resolver resolve_;
   std::unordered_map<size_t, std::vector<std::pair<arith::Expr, uint32_t>>> cache_;
 };
 

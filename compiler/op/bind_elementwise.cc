@@ -153,6 +153,9 @@ void register_elementwise_bindings() {
       {"Atanh", UnaryOp::kAtanh},
       {"Softsign", UnaryOp::kSoftsign},
       {"ThresholdedRelu", UnaryOp::kThresholdedRelu},
+      {"Atan", UnaryOp::kAtan},
+      {"Asin", UnaryOp::kAsin},
+      {"Acos", UnaryOp::kAcos},
   };
   for (const auto& [name, op] : unary_ops) bind_unary(name, op);
   const std::pair<const char*, ops::ActivationOp> activations[] = {

@@ -24,12 +24,47 @@ std::string key_string(const BindContext& ctx, const char* name, const std::stri
 std::string key_ints(const std::vector<int64_t>& values);
 std::string key_floats(const std::vector<double>& values);
 
+// The elements of a constant as T (empty for a dtype it cannot read: f16, complex).
+template <typename T>
+std::vector<T> tensor_elements(const vm::Tensor& t) {
+  std::vector<T> out;
+  out.reserve(static_cast<size_t>(t.numel()));
+  for (int64_t k = 0; k < t.numel(); ++k) {
+    switch (t.dtype()) {
+#define DYNVM_READ(dt, ctype)                                   \
+  case vm::DType::dt:                                           \
+    out.push_back(static_cast<T>(t.data_as<const ctype>()[k])); \
+    break;
+      DYNVM_READ(kFloat32, float)
+      DYNVM_READ(kFloat64, double)
+      DYNVM_READ(kInt8, int8_t)
+      DYNVM_READ(kInt16, int16_t)
+      DYNVM_READ(kInt32, int32_t)
+      DYNVM_READ(kInt64, int64_t)
+      DYNVM_READ(kUInt8, uint8_t)
+      DYNVM_READ(kUInt16, uint16_t)
+      DYNVM_READ(kUInt32, uint32_t)
+      DYNVM_READ(kUInt64, uint64_t)
+      DYNVM_READ(kBool, bool)
+#undef DYNVM_READ
+      default:
+        return {};
+    }
+  }
+  return out;
+}
+
 // A kernel binding over `args` whose key is op|parts|dtypes.
 KernelBinding kernel_binding(
     const BindContext& ctx, const std::string& op, const std::string& parts,
     std::vector<size_t> args,
     std::function<ops::OpInstance(const std::vector<ops::TensorType>&)> build);
 KernelBinding view_binding(LoweringKind kind);
+
+// Output k's dims for a kernel that computes its shape from nothing but its output (Range,
+// ConstantOfShape, Tile with run-time repeats): constants stay, every other dim becomes a
+// symbol the kernel binds from the output argument. `key` gets the pattern ("[?,3]").
+std::vector<arith::Expr> output_shape(const BindContext& ctx, size_t k, std::string* key);
 
 // The call's input indices that are present, from `first` on.
 std::vector<size_t> present_inputs(const BindContext& ctx, size_t first = 0);

@@ -211,14 +211,13 @@ void bind_reduce(const std::string& name, ops::ReduceKind kind) {
 }
 
 KernelBinding bind_arg_reduce(const BindContext& ctx, bool max) {
-  if (attr_int(ctx.attrs(), "select_last_index", 0, ctx.where()) != 0) {
-    ctx.fail("select_last_index=1 is not yet computable");
-  }
   const int64_t axis = attr_int(ctx.attrs(), "axis", 0, ctx.where());
   const bool keepdims = attr_int(ctx.attrs(), "keepdims", 1, ctx.where()) != 0;
-  std::string parts = "axis=" + std::to_string(axis) + ";keepdims=" + (keepdims ? "1" : "0");
+  const bool last = attr_int(ctx.attrs(), "select_last_index", 0, ctx.where()) != 0;
+  std::string parts = "axis=" + std::to_string(axis) + ";keepdims=" + (keepdims ? "1" : "0") +
+                      ";select_last_index=" + (last ? "1" : "0");
   return kernel_binding(ctx, max ? "ArgMax" : "ArgMin", parts, {0}, [=](const auto& t) {
-    return max ? ops::argmax(t[0], axis, keepdims) : ops::argmin(t[0], axis, keepdims);
+    return max ? ops::argmax(t[0], axis, keepdims, last) : ops::argmin(t[0], axis, keepdims, last);
   });
 }
 
@@ -246,20 +245,22 @@ KernelBinding bind_softmax(const BindContext& ctx, bool log) {
   });
 }
 
-// LayerNormalization: the kernel computes Y; a call that also wants the training outputs
-// Mean and InvStdDev is refused.
+// LayerNormalization: one kernel computes Y and, when the call wants them, Mean and
+// InvStdDev, typed f32 by the type relation (stash_type 1, the default).
 KernelBinding bind_layer_norm(const BindContext& ctx) {
-  if (ctx.outputs().size() > 1) {
-    ctx.fail("LayerNormalization's Mean / InvStdDev outputs are not yet computable");
+  const size_t num_outputs = ctx.outputs().size();
+  if (num_outputs > 1 && attr_int(ctx.attrs(), "stash_type", 1, ctx.where()) != 1) {
+    ctx.fail("Mean / InvStdDev with a stash_type other than 1 (float) are not yet computable");
   }
   const int64_t axis = attr_int(ctx.attrs(), "axis", -1, ctx.where());
   const double epsilon = attr_float(ctx.attrs(), "epsilon", 1e-5, ctx.where());
-  std::string parts = "axis=" + std::to_string(axis) + ";" + key_float(ctx, "epsilon", 1e-5);
+  std::string parts = "axis=" + std::to_string(axis) + ";" + key_float(ctx, "epsilon", 1e-5) +
+                      ";outputs=" + std::to_string(num_outputs);
   return kernel_binding(ctx, "LayerNormalization", parts, present_inputs(ctx),
-                        [axis, epsilon](const auto& t) {
+                        [axis, epsilon, num_outputs](const auto& t) {
                           std::optional<ops::TensorType> bias;
                           if (t.size() == 3) bias = t[2];
-                          return ops::layer_norm(t[0], t[1], bias, axis, epsilon);
+                          return ops::layer_norm(t[0], t[1], bias, axis, epsilon, num_outputs);
                         });
 }
 

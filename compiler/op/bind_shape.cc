@@ -3,7 +3,11 @@
 // Size are host values. Transpose, Concat, Split, Slice, Pad, Tile, Expand, Gather and
 // GatherElements are kernels (kernels/ops/transform.h, gather.h) whose index inputs
 // (Slice's starts, Pad's pads, Tile's repeats, Expand's shape, Split's sizes) are read at
-// compile time and become part of the key, not kernel arguments.
+// compile time and become part of the key, not kernel arguments. Where Tile's repeats or
+// Expand's shape are known only at run time, and for Range and ConstantOfShape, the kernel
+// takes its output's shape as symbols it binds from the output argument (output_shape).
+#include <algorithm>
+
 #include "compiler/op/bind_families.h"
 #include "kernels/ops/gather.h"
 #include "kernels/ops/transform.h"
@@ -103,7 +107,18 @@ KernelBinding bind_pad(const BindContext& ctx) {
                         [=](const auto& t) { return ops::pad(t[0], pads, mode, value); });
 }
 
+// Every element a constant.
+bool all_const(const std::optional<std::vector<Dim>>& value) {
+  return value && std::all_of(value->begin(), value->end(), [](const Dim& d) { return d.is_const(); });
+}
+
 KernelBinding bind_tile(const BindContext& ctx) {
+  if (!ctx.input(1).constant.defined() && !all_const(ctx.input(1).value)) {
+    std::string key;  // repeats read at run time: the output's shape says it all
+    std::vector<arith::Expr> shape = output_shape(ctx, 0, &key);
+    return kernel_binding(ctx, "Tile", "to=" + key, {0},
+                          [shape](const auto& t) { return ops::tile_to(t[0], shape); });
+  }
   std::vector<int64_t> repeats = ctx.const_ints(1, "Tile's repeats");
   return kernel_binding(ctx, "Tile", "repeats=" + key_ints(repeats), {0},
                         [repeats](const auto& t) { return ops::tile(t[0], repeats); });
@@ -113,6 +128,21 @@ KernelBinding bind_tile(const BindContext& ctx) {
 // `Shape(x)`'s), so the key holds it as text and the kernel gets it as arith expressions.
 KernelBinding bind_expand(const BindContext& ctx) {
   const ValueFacts& shape = ctx.input(1);
+  if (!shape.constant.defined() && !shape.value) {
+    // Read at run time: the output's type (inference's broadcast) is the target, its dims
+    // that are not the input's bound from the output.
+    const Type& x = ctx.input(0).type;
+    const Type& y = ctx.outputs().at(0);
+    std::string key;
+    std::vector<arith::Expr> exprs = output_shape(ctx, 0, &key);
+    const size_t offset = y->dims.size() - x->dims.size();
+    for (size_t k = offset; k < exprs.size(); ++k) {
+      const Dim& d = x->dims[k - offset];
+      if (!d.is_any() && d.same_as(y->dims[k])) exprs[k] = d.expr();
+    }
+    return kernel_binding(ctx, "Expand", "to=" + to_string(y), {0},
+                          [exprs](const auto& t) { return ops::expand(t[0], exprs); });
+  }
   if (!shape.value) {
     std::vector<int64_t> ints = ctx.const_ints(1, "Expand's shape");
     std::vector<arith::Expr> exprs;
@@ -129,6 +159,42 @@ KernelBinding bind_expand(const BindContext& ctx) {
   }
   return kernel_binding(ctx, "Expand", "shape=" + text + "]", {0},
                         [exprs](const auto& t) { return ops::expand(t[0], exprs); });
+}
+
+// ConstantOfShape: a fill kernel of the output's shape (its dims bound from the output).
+KernelBinding bind_constant_of_shape(const BindContext& ctx) {
+  vm::Tensor value = vm::Tensor::empty({1}, vm::DType::kFloat32);
+  value.data_as<float>()[0] = 0;
+  auto it = ctx.attrs().find("value");
+  if (it != ctx.attrs().end()) {
+    const auto* t = std::get_if<vm::Tensor>(&it->second);
+    if (t == nullptr || t->numel() != 1) ctx.fail("value must be a one-element tensor");
+    value = *t;
+  }
+  tir::DataType type{value.dtype(), 1};
+  tir::Expr v;
+  if (vm::is_floating(value.dtype())) {
+    if (value.dtype() != vm::DType::kFloat32 && value.dtype() != vm::DType::kFloat64) {
+      ctx.fail("a ", vm::dtype_name(value.dtype()), " value is not supported");
+    }
+    v = tir::make_const(type, tensor_elements<double>(value).at(0));
+  } else {
+    v = tir::make_const_int(type, tensor_elements<int64_t>(value).at(0));
+  }
+  std::string key;
+  std::vector<arith::Expr> shape = output_shape(ctx, 0, &key);
+  return kernel_binding(ctx, "ConstantOfShape", key + ";value=" + to_string(AttrValue(value)),
+                        {}, [shape, v](const auto&) { return ops::fill(shape, v); });
+}
+
+// Range: start + i * delta over the output's length (computed on the host from the
+// inputs' values, or bound from the output).
+KernelBinding bind_range(const BindContext& ctx) {
+  std::string key;
+  std::vector<arith::Expr> shape = output_shape(ctx, 0, &key);
+  return kernel_binding(ctx, "Range", key, {0, 2}, [shape](const auto& t) {
+    return ops::range(t[0], t[1], shape.at(0));
+  });
 }
 
 KernelBinding bind_gather(const BindContext& ctx, bool elements) {
@@ -178,6 +244,12 @@ void register_shape_bindings() {
   register_binding("Pad", bind_pad);
   register_binding("Tile", bind_tile);
   register_binding("Expand", bind_expand);
+  register_binding("ConstantOfShape", bind_constant_of_shape);
+  register_binding("Range", bind_range);
+  register_binding("dynvm.RangeCount", [](const BindContext& ctx) {
+    return kernel_binding(ctx, "RangeCount", "", {0, 1, 2},
+                          [](const auto& t) { return ops::range_count(t[0], t[1], t[2]); });
+  });
   // Trilu: a constant k (or none: 0) is the kernel's; one known only at run time is its
   // second argument.
   register_binding("Trilu", [](const BindContext& ctx) {

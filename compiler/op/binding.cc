@@ -26,35 +26,6 @@ void ensure_registered() {
   (void)done;
 }
 
-template <typename T>
-std::vector<T> tensor_elements(const vm::Tensor& t) {
-  std::vector<T> out;
-  out.reserve(static_cast<size_t>(t.numel()));
-  for (int64_t k = 0; k < t.numel(); ++k) {
-    switch (t.dtype()) {
-#define DYNVM_READ(dt, ctype)                                   \
-  case vm::DType::dt:                                           \
-    out.push_back(static_cast<T>(t.data_as<const ctype>()[k])); \
-    break;
-      DYNVM_READ(kFloat32, float)
-      DYNVM_READ(kFloat64, double)
-      DYNVM_READ(kInt8, int8_t)
-      DYNVM_READ(kInt16, int16_t)
-      DYNVM_READ(kInt32, int32_t)
-      DYNVM_READ(kInt64, int64_t)
-      DYNVM_READ(kUInt8, uint8_t)
-      DYNVM_READ(kUInt16, uint16_t)
-      DYNVM_READ(kUInt32, uint32_t)
-      DYNVM_READ(kUInt64, uint64_t)
-      DYNVM_READ(kBool, bool)
-#undef DYNVM_READ
-      default:
-        return {};
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 void register_binding(const std::string& op, BindFn bind) {
@@ -167,6 +138,25 @@ KernelBinding view_binding(LoweringKind kind) {
   KernelBinding b;
   b.kind = kind;
   return b;
+}
+
+std::vector<arith::Expr> output_shape(const BindContext& ctx, size_t k, std::string* key) {
+  const Type& t = ctx.outputs().at(k);
+  if (!t.is_tensor()) ctx.fail("output ", k, " is ", to_string(t), ", not a tensor");
+  std::vector<arith::Expr> shape;
+  *key += "[";
+  for (size_t axis = 0; axis < t->dims.size(); ++axis) {
+    const Dim& d = t->dims[axis];
+    if (d.is_const()) {
+      shape.push_back(arith::make_int(d.value()));
+      *key += std::to_string(d.value()) + ",";
+    } else {
+      shape.push_back(arith::Var("o" + std::to_string(axis)));
+      *key += "?,";
+    }
+  }
+  *key += "]";
+  return shape;
 }
 
 std::vector<size_t> present_inputs(const BindContext& ctx, size_t first) {

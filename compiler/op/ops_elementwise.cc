@@ -47,8 +47,9 @@ std::optional<std::vector<Dim>> combine_values(const OpContext& ctx, const std::
     } else if (x.is_const() && y.is_const()) {  // Div: C truncation on integers
       if (y.value() == 0) return std::nullopt;
       out.emplace_back(x.value() / y.value());
-    } else if (y.is_const() && y.value() > 0) {
-      out.push_back(ctx.floordiv(x, y));  // dims are non-negative: floor == truncation
+    } else if (y.is_const() && y.value() > 0 && !x.is_any() &&
+               ctx.provable(arith::ge(x.expr(), 0))) {
+      out.push_back(ctx.floordiv(x, y));  // a size: floor == truncation
     } else {
       out.push_back(Dim::any());
     }
@@ -114,7 +115,16 @@ void register_elementwise_ops() {
                          "Acosh",     "Atanh", "Softsign",   "ThresholdedRelu"}) {
     unary(op, true);
   }
-  for (const char* op : {"Abs", "Neg", "Relu", "Sign"}) unary(op, false);
+  for (const char* op : {"Abs", "Relu", "Sign"}) unary(op, false);
+  // Neg keeps integer values (a negated axis list is shape arithmetic, as in LayerNorm's
+  // function body).
+  register_op({"Neg", ShapeRule::kFromInputDims, 1, 1, [](OpContext& ctx) {
+                 std::optional<std::vector<Dim>> value = ctx.input(0).value;
+                 if (value) {
+                   for (Dim& d : *value) d = ctx.sub(Dim(0), d);
+                 }
+                 return std::vector<ValueFacts>{tensor_facts(ctx.dtype(0), ctx.dims(0), value)};
+               }});
   register_op({"Identity", ShapeRule::kFromInputDims, 1, 1, [](OpContext& ctx) {
                  return std::vector<ValueFacts>{
                      tensor_facts(ctx.dtype(0), ctx.dims(0), ctx.input(0).value)};

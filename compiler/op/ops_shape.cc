@@ -3,6 +3,7 @@
 // Squeeze and Unsqueeze carry small integer values; Reshape, Expand, ConstantOfShape,
 // Tile, Pad and Range take their output dims from such values.
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <limits>
 
@@ -29,14 +30,21 @@ Dim max_dim(const OpContext& ctx, const Dim& a, const Dim& b) {
 
 // The value of input i (an integer vector) as dims, or UserError naming `what` when it is
 // not known at compile time.
-std::vector<Dim> value_dims(const OpContext& ctx, size_t i, const char* what) {
-  const ValueFacts& f = ctx.input(i);
-  if (!f.value) {
+std::vector<Dim> value_dims(OpContext& ctx, size_t i, const char* what) {
+  std::optional<std::vector<Dim>> v = ctx.values(i);
+  if (!v) {
     ctx.fail(what,
-             " is computed at run time from data this compiler cannot follow; only "
-             "values derived from shapes and constants are supported");
+             " is computed at run time from a tensor that is not a small integer vector "
+             "(i64 or i32, at most ",
+             kMaxTrackedElements, " elements)");
   }
-  return *f.value;
+  return *v;
+}
+
+// Not provably a size (>= 0): a value read at run time, which may be 0 or -1 where that
+// means something (Reshape) or negative where it is an error.
+bool maybe_negative(const OpContext& ctx, const Dim& d) {
+  return !d.is_any() && !d.is_const() && !ctx.provable(arith::ge(d.expr(), 0));
 }
 
 std::vector<int64_t> const_list(const OpContext& ctx, size_t i, const char* what) {
@@ -245,10 +253,49 @@ Facts squeeze_op(OpContext& ctx) {
   return {tensor_facts(ctx.dtype(0), out, ctx.input(0).value)};  // same elements, same order
 }
 
+// Reshape to a target some of whose entries are read at run time, so that which one is 0
+// (copy the input's dim) or -1 (inferred) is decided then: every entry is a select, and the
+// VM checks the result before the view is made.
+std::vector<Dim> reshape_at_run_time(OpContext& ctx, const std::vector<Dim>& in,
+                                     const std::vector<Dim>& target, bool allowzero) {
+  arith::Expr numel = 1;
+  for (const Dim& d : in) {
+    if (d.is_any()) ctx.fail("the input's shape is not known");
+    numel = numel * d.expr();
+  }
+  std::vector<arith::Expr> entries;
+  arith::Expr known = 1, inferred = 0;
+  for (size_t k = 0; k < target.size(); ++k) {
+    if (target[k].is_any()) ctx.fail("shape entry ", k, " is not known");
+    arith::Expr e = target[k].expr();
+    if (!allowzero && k < in.size()) e = arith::select(arith::eq(e, 0), in[k].expr(), e);
+    entries.push_back(e);
+    known = known * arith::select(arith::eq(e, -1), 1, e);
+    inferred = inferred + arith::select(arith::eq(e, -1), 1, 0);
+  }
+  ctx.require(arith::le(inferred, 1), "the shape has more than one -1");
+  ctx.require(arith::logical_or(arith::eq(inferred, 0), arith::ne(known, 0)),
+              "cannot infer a -1 entry next to a 0 entry");
+  std::vector<Dim> out;
+  arith::Expr product = 1;
+  for (const arith::Expr& e : entries) {
+    Dim d = ctx.simplify(arith::select(arith::eq(e, -1), arith::floordiv(numel, known), e));
+    out.push_back(d);
+    product = product * d.expr();
+  }
+  ctx.require(arith::eq(product, numel), "the shape does not hold the input's elements");
+  return out;
+}
+
 Facts reshape_op(OpContext& ctx) {
   const std::vector<Dim>& in = ctx.dims(0);
   std::vector<Dim> target = value_dims(ctx, 1, "Reshape's shape");
   const bool allowzero = ctx.attr_int("allowzero", 0) != 0;
+  if (std::any_of(target.begin(), target.end(),
+                  [&](const Dim& d) { return maybe_negative(ctx, d); })) {
+    return {tensor_facts(ctx.dtype(0), reshape_at_run_time(ctx, in, target, allowzero),
+                         ctx.input(0).value)};
+  }
   int64_t infer_at = -1;
   for (size_t k = 0; k < target.size(); ++k) {
     if (target[k].is_const() && target[k].value() == 0 && !allowzero) {
@@ -308,15 +355,35 @@ Facts constant_of_shape_op(OpContext& ctx) {
 
 Facts expand_op(OpContext& ctx) {
   std::vector<Dim> target = value_dims(ctx, 1, "Expand's shape");
-  return {tensor_facts(ctx.dtype(0), broadcast_dims(ctx, ctx.dims(0), target))};
+  const std::vector<Dim>& in = ctx.dims(0);
+  std::vector<Dim> out = broadcast_dims(ctx, in, target);
+  // A target entry read at run time keeps an input dim that is not 1 only if it is 1 or
+  // that dim (an input dim that is 1 at run time is not broadcast to it: checked too).
+  const size_t rank = out.size();
+  for (size_t k = 0; k < target.size(); ++k) {
+    const size_t at = rank - target.size() + k;  // the output axis
+    if (at < rank - in.size()) continue;         // no input dim there
+    const Dim& x = in[at - (rank - in.size())];
+    const Dim& y = target[k];
+    if (y.is_const() || y.is_any() || x.is_any() || (x.is_const() && x.value() == 1) ||
+        x.same_as(y)) {
+      continue;
+    }
+    ctx.require(arith::logical_or(arith::eq(y.expr(), 1), arith::eq(y.expr(), x.expr())),
+                "target dim ", k, " (", to_string(y), ") is neither 1 nor the input's ",
+                to_string(x));
+  }
+  return {tensor_facts(ctx.dtype(0), out)};
 }
 
-Facts range_op(OpContext& ctx) {
+// Range's length for integer bounds known as dims: ceil((limit - start) / delta), at
+// least 0 (Any when a bound is not known).
+Dim range_length(OpContext& ctx) {
   for (size_t i = 0; i < 3; ++i) {
     if (ctx.rank(i) != 0) ctx.fail("start, limit and delta must be scalars");
   }
   auto scalar = [&](size_t i) -> Dim {
-    const auto& v = ctx.input(i).value;
+    std::optional<std::vector<Dim>> v = ctx.values(i);
     return v && v->size() == 1 ? (*v)[0] : Dim::any();
   };
   Dim start = scalar(0), limit = scalar(1), delta = scalar(2);
@@ -325,6 +392,49 @@ Facts range_op(OpContext& ctx) {
     int64_t d = delta.value();
     Dim span = d > 0 ? ctx.sub(limit, start) : ctx.sub(start, limit);
     n = max_dim(ctx, ctx.floordiv(ctx.add(span, Dim(std::abs(d) - 1)), Dim(std::abs(d))), Dim(0));
+  } else if (!start.is_any() && !limit.is_any() && !delta.is_any()) {
+    // ceil((limit - start) / delta) for either sign of delta, as -floor((start - limit) / delta).
+    ctx.require(arith::ne(delta.expr(), 0), "delta is 0");
+    n = max_dim(ctx, ctx.sub(Dim(0), ctx.floordiv(ctx.sub(start, limit), delta)), Dim(0));
+  }
+  return n;
+}
+
+// The element of a one-element constant as a double.
+std::optional<double> const_scalar(const ValueFacts& f) {
+  if (!f.constant.defined() || f.constant.numel() != 1) return std::nullopt;
+  switch (f.constant.dtype()) {
+    case vm::DType::kFloat32:
+      return f.constant.data_as<float>()[0];
+    case vm::DType::kFloat64:
+      return f.constant.data_as<double>()[0];
+    default:
+      return std::nullopt;
+  }
+}
+
+// dynvm.RangeCount(start, limit, delta): Range's length as an i64 scalar. The importer
+// binds one next to every Range (its fourth input), so that a length only a kernel can
+// compute (floating-point bounds known at run time) is a value type inference reads as a
+// run-time symbol; where the length is known otherwise, nothing reads it and dce drops it.
+Facts range_count_op(OpContext& ctx) {
+  Dim n = range_length(ctx);
+  if (n.is_any()) {
+    auto s = const_scalar(ctx.input(0)), l = const_scalar(ctx.input(1)),
+         d = const_scalar(ctx.input(2));
+    if (s && l && d && *d != 0) {
+      n = Dim(std::max<int64_t>(static_cast<int64_t>(std::ceil((*l - *s) / *d)), 0));
+    }
+  }
+  return {tensor_facts(vm::DType::kInt64, {}, n.is_any() ? std::nullopt
+                                                         : std::optional(std::vector<Dim>{n}))};
+}
+
+Facts range_op(OpContext& ctx) {
+  Dim n = range_length(ctx);
+  if (n.is_any() && ctx.has_input(3)) {
+    std::optional<std::vector<Dim>> count = ctx.values(3);
+    if (count && count->size() == 1) n = (*count)[0];
   }
   return {tensor_facts(ctx.dtype(0), {n})};
 }
@@ -480,7 +590,8 @@ void register_shape_ops() {
   register_op({"Reshape", ShapeRule::kFromInputValues, 2, 2, reshape_op});
   register_op({"ConstantOfShape", ShapeRule::kFromInputValues, 1, 1, constant_of_shape_op});
   register_op({"Expand", ShapeRule::kFromInputValues, 2, 2, expand_op});
-  register_op({"Range", ShapeRule::kFromInputValues, 3, 3, range_op});
+  register_op({"Range", ShapeRule::kFromInputValues, 3, 4, range_op});
+  register_op({"dynvm.RangeCount", ShapeRule::kFromInputValues, 3, 3, range_count_op});
   register_op({"Transpose", ShapeRule::kFromInputDims, 1, 1, transpose_op});
   register_op({"Flatten", ShapeRule::kFromInputDims, 1, 1, flatten_op});
   register_op({"Tile", ShapeRule::kFromInputValues, 2, 2, tile_op});

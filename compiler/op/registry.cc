@@ -91,6 +91,19 @@ std::optional<std::vector<int64_t>> OpContext::const_ints(size_t i) const {
   return out;
 }
 
+std::optional<std::vector<Dim>> OpContext::values(size_t i) {
+  const ValueFacts& f = input(i);
+  if (f.value) return f.value;
+  if (!symbolizer_) return std::nullopt;
+  std::optional<std::vector<Dim>> made = symbolizer_(i);
+  if (made) inputs_[i].value = made;
+  return made;
+}
+
+bool OpContext::provable(const arith::Expr& condition) const {
+  return analyzer_.can_prove(condition);
+}
+
 std::optional<std::vector<int64_t>> OpContext::static_dims(size_t i) const {
   std::vector<int64_t> out;
   for (const Dim& d : dims(i)) {

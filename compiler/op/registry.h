@@ -37,6 +37,13 @@ struct ValueFacts {
   bool absent() const { return !type.defined(); }
 };
 
+// A condition on dims that only the run time can decide (a Reshape target whose product
+// must match, a broadcast of two dims that must be equal or 1), with the error it raises.
+struct RunCheck {
+  arith::Expr condition;  // boolean
+  std::string message;
+};
+
 enum class ShapeRule : uint8_t {
   kFromInputDims,    // output dims are expressions of input dims
   kFromInputValues,  // they need input values (Reshape's shape, Range, ConstantOfShape)
@@ -73,6 +80,20 @@ class OpContext {
   std::optional<std::vector<int64_t>> const_ints(size_t i) const;
   // Input i's static dims, when all are constants.
   std::optional<std::vector<int64_t>> static_dims(size_t i) const;
+  // Input i's elements as dims: what is known, else (for a small integer vector computed at
+  // run time) one run-time symbol per element, which the VM reads before this op runs.
+  // nullopt when neither is possible.
+  std::optional<std::vector<Dim>> values(size_t i);
+  // Records that `condition` must hold at run time (checked before the op runs, failing
+  // with `message` naming the node). Provably true: nothing; provably false: fails now.
+  template <typename... Args>
+  void require(const arith::Expr& condition, Args&&... message);
+  std::vector<RunCheck> take_checks() { return std::move(checks_); }
+  // Who makes run-time symbols for values(): type inference (registry.h's users without
+  // one get nullopt).
+  using Symbolizer = std::function<std::optional<std::vector<Dim>>(size_t input)>;
+  void set_symbolizer(Symbolizer s) { symbolizer_ = std::move(s); }
+  bool provable(const arith::Expr& condition) const;
 
   const Attrs& attrs() const { return attrs_; }
   int64_t attr_int(const std::string& name, int64_t fallback) const;
@@ -101,6 +122,8 @@ class OpContext {
   const Attrs& attrs_;
   std::vector<ValueFacts> inputs_;
   arith::Analyzer& analyzer_;
+  Symbolizer symbolizer_;
+  std::vector<RunCheck> checks_;
 };
 
 // Registers an op; each family file (ops_*.cc) registers its ops in a function that
@@ -119,6 +142,14 @@ ValueFacts tensor_facts(vm::DType dtype, std::vector<Dim> dims,
 template <typename... Args>
 void OpContext::fail(Args&&... args) const {
   user_error(where_, ": ", std::forward<Args>(args)...);
+}
+
+template <typename... Args>
+void OpContext::require(const arith::Expr& condition, Args&&... message) {
+  if (provable(condition)) return;
+  std::string text = str_cat(where_, ": ", std::forward<Args>(message)...);
+  if (provable(arith::make_not(condition))) user_error(text);
+  checks_.push_back({condition, std::move(text)});
 }
 
 }  // namespace dynvm::compiler

@@ -32,7 +32,6 @@ Info tuple_info(std::vector<Info> fields) {
   return i;
 }
 
-constexpr int64_t kMaxTrackedValue = 64;  // elements of a constant tracked as dims
 // A run-time error in place of a value (lowered to Fatal with its `message`).
 constexpr const char* kUnreachable = "dynvm.Unreachable";
 
@@ -115,6 +114,8 @@ class TypeInferencer : public ExprMutator {
 
   // What was known about each let-bound tensor, after run().
   std::unordered_map<uint64_t, ValueFacts> take_facts() { return std::move(facts_); }
+  std::unordered_map<arith::VarId, RuntimeSymbol> take_symbols() { return std::move(symbols_); }
+  std::unordered_map<uint64_t, std::vector<RunCheck>> take_checks() { return std::move(checks_); }
   std::vector<std::string> take_warnings() { return std::move(warnings_); }
 
   Module run() {
@@ -179,9 +180,77 @@ class TypeInferencer : public ExprMutator {
     return {typed, info};
   }
 
-  Expr bind(const Expr& var, const Info& info) {
+  // `var` bound to `info`; dims nobody could follow (Any: an If whose branches differ, a
+  // Loop's trip count) become run-time symbols read from the value's shape.
+  Expr bind(const Expr& var, Info info) {
+    name_unknown_dims(&info, var, var->name, 0);
     env_[var->var_id] = info;
     return with_type(var, info.type());
+  }
+
+  void name_unknown_dims(Info* info, const Expr& var, const std::string& name, size_t field) {
+    if (!info->fields.empty()) {
+      for (size_t k = 0; k < info->fields.size(); ++k)
+        name_unknown_dims(&info->fields[k], var, str_cat(name, ".", k), k);
+      *info = tuple_info(info->fields);
+      return;
+    }
+    const Type& t = info->type();
+    if (!t.is_tensor()) return;
+    std::vector<Dim> dims = t->dims;
+    bool named = false;
+    for (size_t axis = 0; axis < dims.size(); ++axis) {
+      if (!dims[axis].is_any()) continue;
+      arith::Var sym(str_cat(name, ".dim", axis));
+      symbols_[sym.id()] = {var->var_id, field, RuntimeSymbol::Kind::kDim,
+                            static_cast<int64_t>(axis)};
+      dims[axis] = Dim(sym);
+      named = true;
+    }
+    if (named) info->facts.type = tensor_type(t->dtype, dims);
+  }
+
+  // Input `i` of a call (`operand`, typed; `f`, its facts) as one run-time symbol per
+  // element: for small integer vectors computed at run time (ctx.values()). Later uses of
+  // the same variable share them.
+  std::optional<std::vector<Dim>> symbolize(const Expr& operand, const ValueFacts& f) {
+    uint64_t var = 0;
+    size_t field = 0;
+    bool is_field = false;
+    std::string name;
+    if (operand.kind() == ExprKind::kVar) {
+      var = operand->var_id;
+      name = operand->name;
+    } else if (operand.kind() == ExprKind::kGetItem &&
+               operand->operands[0].kind() == ExprKind::kVar) {
+      var = operand->operands[0]->var_id;
+      field = static_cast<size_t>(operand->index);
+      is_field = true;
+      name = str_cat(operand->operands[0]->name, ".", field);
+    }
+    if (var == 0 || f.absent() || !f.type.is_tensor()) return std::nullopt;
+    if (f.type->dtype != vm::DType::kInt64 && f.type->dtype != vm::DType::kInt32) {
+      return std::nullopt;
+    }
+    if (f.type->dims.size() > 1) return std::nullopt;
+    int64_t n = 1;
+    for (const Dim& d : f.type->dims) {
+      if (!d.is_const()) return std::nullopt;
+      n = d.value();
+    }
+    if (n < 1 || n > kMaxTrackedElements) return std::nullopt;
+    std::vector<Dim> value;
+    for (int64_t k = 0; k < n; ++k) {
+      arith::Var sym(f.type->dims.empty() ? name : str_cat(name, "[", k, "]"));
+      symbols_[sym.id()] = {var, field, RuntimeSymbol::Kind::kElement, k};
+      value.emplace_back(sym);
+    }
+    auto it = env_.find(var);
+    if (it != env_.end()) {
+      Info& info = is_field ? it->second.fields.at(field) : it->second;
+      if (!info.facts.value) info.facts.value = value;
+    }
+    return value;
   }
 
   // `e` typed, and what is known about its value.
@@ -234,11 +303,15 @@ class TypeInferencer : public ExprMutator {
   // The chain's bindings one by one (the base walks it); the body's info is the chain's.
   Binding rewrite_binding(const Expr& var, const Expr& value) override {
     std::string saved = where_;
+    uint64_t saved_var = binding_var_;
     where_ = "%" + var->name;
+    binding_var_ = var->var_id;
     auto [ve, vi] = typed_expr(value);
     where_ = saved;
+    binding_var_ = saved_var;
     Expr typed_var = bind(var, vi);
-    if (vi.fields.empty() && vi.type().is_tensor()) facts_[var->var_id] = vi.facts;
+    const Info& bound = env_.at(var->var_id);
+    if (bound.fields.empty() && bound.type().is_tensor()) facts_[var->var_id] = bound.facts;
     return {typed_var, ve};
   }
   Expr visit_if(const Expr& e) override { return result(if_expr(e)); }
@@ -265,7 +338,7 @@ class TypeInferencer : public ExprMutator {
     i.facts.type = tensor_type(t.dtype(), dims);
     i.facts.constant = t;
     if ((vm::is_integer(t.dtype()) || t.dtype() == vm::DType::kBool) &&
-        t.numel() <= kMaxTrackedValue) {
+        t.numel() <= kMaxTrackedElements) {
       std::vector<Dim> v;
       for (int64_t k = 0; k < t.numel(); ++k) v.emplace_back(integer_element(t, k));
       i.facts.value = v;
@@ -300,7 +373,18 @@ class TypeInferencer : public ExprMutator {
       facts.push_back(absent ? ValueFacts{} : ai.facts);
     }
     OpContext ctx(where, e->attrs, facts, analyzer_);
+    ctx.set_symbolizer([&](size_t i) { return symbolize(args.at(i), facts.at(i)); });
     std::vector<ValueFacts> outputs = op->infer(ctx);
+    // Dims computed from run-time values may come out negative: checked before the op runs.
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      if (!outputs[k].type.is_tensor()) continue;
+      for (const Dim& d : outputs[k].type->dims) {
+        if (d.is_any() || d.is_const()) continue;
+        ctx.require(arith::ge(d.expr(), 0), "output ", k, " would have the negative dim ",
+                    to_string(d));
+      }
+    }
+    for (RunCheck& c : ctx.take_checks()) checks_[binding_var_].push_back(std::move(c));
     Info result;
     auto num = e->attrs.find("num_outputs");
     if (num != e->attrs.end()) {
@@ -491,6 +575,9 @@ class TypeInferencer : public ExprMutator {
   arith::Analyzer analyzer_;
   std::unordered_map<uint64_t, Info> env_;
   std::unordered_map<uint64_t, ValueFacts> facts_;  // let-bound tensors, for lowering
+  std::unordered_map<arith::VarId, RuntimeSymbol> symbols_;
+  std::unordered_map<uint64_t, std::vector<RunCheck>> checks_;  // by binding variable
+  uint64_t binding_var_ = 0;  // the let variable whose value is being typed
   std::vector<std::string> warnings_;
   std::set<std::string> active_;
   std::string where_;
@@ -511,6 +598,8 @@ TypedModule infer_types_with_facts(const Module& module) {
   TypedModule out;
   out.module = inferencer.run();
   out.facts = inferencer.take_facts();
+  out.runtime_symbols = inferencer.take_symbols();
+  out.checks = inferencer.take_checks();
   out.warnings = inferencer.take_warnings();
   return out;
 }

@@ -22,6 +22,19 @@
 
 namespace dynvm::compiler {
 
+// A dim symbol that stands for something only the run time knows, and where the VM reads
+// it: element `index` of a small integer tensor (a Reshape target computed by a kernel, a
+// graph input), or dim `index` of a value whose shape type inference could not follow (an
+// If whose branches differ, a Loop's trip count). Lowering reads it where the value is in
+// scope, so every later shape computes from it like from an input's dim.
+struct RuntimeSymbol {
+  enum class Kind : uint8_t { kElement, kDim };
+  uint64_t var_id = 0;  // the let variable or parameter holding the value
+  size_t field = 0;     // its field, for a tuple-valued variable
+  Kind kind = Kind::kElement;
+  int64_t index = 0;  // row-major element, or axis
+};
+
 struct TypedModule {
   TypedModule() = default;
   // An untyped module (what the importer and the parser make), before infer_types.
@@ -32,6 +45,10 @@ struct TypedModule {
   // and constants, which lowering uses to compute shape arithmetic on the host and to hand
   // bindings their compile-time inputs.
   std::unordered_map<uint64_t, ValueFacts> facts;
+  // The run-time symbols inference introduced (by variable id), and the conditions on them
+  // each binding needs before it runs (by the binding's variable id; lowered to Assert).
+  std::unordered_map<arith::VarId, RuntimeSymbol> runtime_symbols;
+  std::unordered_map<uint64_t, std::vector<RunCheck>> checks;
   // Branches typed as unreachable for the declared dims (a call of `dynvm.Unreachable`,
   // lowered to a run-time error with its `message`), for the compiler to report.
   std::vector<std::string> warnings;

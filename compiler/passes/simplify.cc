@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "compiler/ir/functor.h"
+#include "compiler/passes/infer_types.h"
 #include "kernels/arith/analyzer.h"
 #include "vm/error.h"
 
@@ -461,6 +462,13 @@ PassResult simplify(const TypedModule& typed, SimplifyStats* stats) {
   bool changed = false;
   out.module = simplifier.mutate_module(typed.module, &changed);
   out.facts = simplifier.take_facts();
+  out.runtime_symbols = typed.runtime_symbols;
+  out.checks = typed.checks;
+  if (changed && !typed.runtime_symbols.empty()) {
+    // A bypassed value may have been where a run-time symbol is read: typed again, so that
+    // every symbol is read from a value that is still there.
+    out = infer_types_with_facts(out.module);
+  }
   out.warnings = typed.warnings;
   return PassResult(
       std::move(out), changed,

@@ -208,6 +208,13 @@ class GraphImporter {
       if (!graphs.empty()) user_error(where, ": unexpected graph attribute");
       normalize(form, opset_of(n), where);
       if (multi_output_call(n)) form.attrs["num_outputs"] = int64_t{n.output_size()};
+      if (form.op == "Range") {
+        // Its length as a value of its own (compiler/op: dynvm.RangeCount), for bounds only
+        // the run time knows.
+        Expr count = compiler::make_var(n.output(0) + "/length");
+        b.bindings.emplace_back(count, compiler::make_call("dynvm.RangeCount", form.inputs));
+        form.inputs.push_back(count);
+      }
       value = compiler::make_call(form.op, form.inputs, form.attrs);
     }
     bind_outputs(n, value, b, where);

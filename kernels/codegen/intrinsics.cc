@@ -74,7 +74,7 @@ Value* isinf_row(IntrinsicContext& c, Value* x, DataType) {
 }
 
 // Indexed by the enum's value; checked against the enum below.
-constexpr std::array<IntrinsicInfo, 20> kTable = {{
+constexpr std::array<IntrinsicInfo, 21> kTable = {{
     {Intrinsic::kExp, math_row<MathFn::kExp>},
     {Intrinsic::kLog, math_row<MathFn::kLog>},
     {Intrinsic::kTanh, math_row<MathFn::kTanh>},
@@ -96,6 +96,7 @@ constexpr std::array<IntrinsicInfo, 20> kTable = {{
     {Intrinsic::kIsInf, isinf_row},
     {Intrinsic::kSign, sign_row},
     {Intrinsic::kReciprocal, reciprocal_row},
+    {Intrinsic::kAtan, math_row<MathFn::kAtan>},
 }};
 
 constexpr bool table_is_in_enum_order() {
@@ -105,7 +106,7 @@ constexpr bool table_is_in_enum_order() {
   return true;
 }
 static_assert(table_is_in_enum_order(), "kTable rows must follow tir::Intrinsic's order");
-static_assert(kTable.size() == static_cast<size_t>(Intrinsic::kReciprocal) + 1,
+static_assert(kTable.size() == static_cast<size_t>(Intrinsic::kAtan) + 1,
               "every tir::Intrinsic needs a row");
 
 }  // namespace

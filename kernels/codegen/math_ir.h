@@ -1,5 +1,6 @@
 // dynvm's own vector math library, generated as LLVM IR: exp, log, expm1, log1p, tanh,
-// sigmoid, erf, sin, cos, pow and floor-modulo for f32 and f64, scalar or any vector width.
+// sigmoid, erf, sin, cos, atan, pow and floor-modulo for f32 and f64, scalar or any vector
+// width.
 //
 // Why not libm or LLVM's llvm.exp & co.: a kernel library is a shared object that must not
 // depend on libc/libm (it is loaded from memory on machines that only have the runtime),
@@ -42,6 +43,7 @@ enum class MathFn : uint8_t {
   kErf,
   kSin,
   kCos,
+  kAtan,
   kFloor,
   kCeil,
   kTrunc,

@@ -149,6 +149,14 @@ Expr unary_math(UnaryOp op, const Expr& x, const UnaryParams& p) {
       return x / (c(x, 1) + fn(Intrinsic::kAbs, x));
     case UnaryOp::kThresholdedRelu:
       return tir::select(cmp(tir::CompareOp::kGt, x, c(x, p.alpha.value_or(1.0))), x, c(x, 0));
+    case UnaryOp::kAtan:
+      return fn(Intrinsic::kAtan, x);
+    case UnaryOp::kAsin: {  // 2 atan(x / (1 + sqrt(1 - x^2))): no division by 0 at |x| = 1
+      Expr root = fn(Intrinsic::kSqrt, (c(x, 1) - x) * (c(x, 1) + x));  // 1 - x^2 unrounded
+      return c(x, 2) * fn(Intrinsic::kAtan, x / (c(x, 1) + root));
+    }
+    case UnaryOp::kAcos:  // 2 atan(sqrt((1 - x) / (1 + x))): relative accuracy near x = 1
+      return c(x, 2) * fn(Intrinsic::kAtan, fn(Intrinsic::kSqrt, (c(x, 1) - x) / (c(x, 1) + x)));
   }
   DYNVM_INTERNAL_CHECK(false, "unknown unary op");
   return x;

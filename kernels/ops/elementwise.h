@@ -45,6 +45,9 @@ namespace dynvm::ops {
   X(Acosh, "acosh")              \
   X(Atanh, "atanh")              \
   X(Softsign, "softsign")        \
+  X(Atan, "atan")                \
+  X(Asin, "asin")                \
+  X(Acos, "acos")                \
   X(ThresholdedRelu, "thresholded_relu")
 // clang-format on
 

@@ -144,12 +144,23 @@ void schedule_lanes(te::Schedule& s, const te::TensorRef& partial, bool parallel
   stage.parallel(fused);
 }
 
-std::function<te::Schedule(const KnobValues&)> norm_schedule(std::vector<KnobSpec> specs,
-                                                             te::TensorRef out,
-                                                             std::vector<te::TensorRef> stages) {
+// `out` and then `row_outputs`, one value per row (layer_norm's Mean / InvStdDev): those
+// are scheduled injective without vectors, their last dim being a kept 1.
+te::Schedule create_norm_schedule(const te::TensorRef& out,
+                                  const std::vector<te::TensorRef>& row_outputs, bool parallel) {
+  std::vector<te::TensorRef> outputs = {out};
+  outputs.insert(outputs.end(), row_outputs.begin(), row_outputs.end());
+  te::Schedule s = te::create_schedule(outputs);
+  for (const te::TensorRef& t : row_outputs) schedule_injective(s, t, 1, parallel);
+  return s;
+}
+
+std::function<te::Schedule(const KnobValues&)> norm_schedule(
+    std::vector<KnobSpec> specs, te::TensorRef out, std::vector<te::TensorRef> stages,
+    std::vector<te::TensorRef> row_outputs = {}) {
   return [=](const KnobValues& knobs) {
-    te::Schedule s = te::create_schedule({out});
     bool parallel = knob_value(specs, knobs, "parallel") != 0;
+    te::Schedule s = create_norm_schedule(out, row_outputs, parallel);
     int64_t unroll = knob_value(specs, knobs, "unroll");
     for (const te::TensorRef& t : stages) schedule_reduction(s, t, parallel, unroll);
     schedule_injective(s, out, knob_value(specs, knobs, "vector_width"), parallel);
@@ -160,12 +171,12 @@ std::function<te::Schedule(const KnobValues&)> norm_schedule(std::vector<KnobSpe
 // The schedule of an op whose reductions are lane_reduce stages: the partials as vector
 // loops, the lanes and tails as reductions, `combined` (lane_reduce's results) computed
 // at the root, the output with the injective template.
-std::function<te::Schedule(const KnobValues&)> lane_schedule(std::vector<KnobSpec> specs,
-                                                             te::TensorRef out, LaneStages stages,
-                                                             std::vector<te::TensorRef> combined) {
+std::function<te::Schedule(const KnobValues&)> lane_schedule(
+    std::vector<KnobSpec> specs, te::TensorRef out, LaneStages stages,
+    std::vector<te::TensorRef> combined, std::vector<te::TensorRef> row_outputs = {}) {
   return [=](const KnobValues& knobs) {
-    te::Schedule s = te::create_schedule({out});
     bool parallel = knob_value(specs, knobs, "parallel") != 0;
+    te::Schedule s = create_norm_schedule(out, row_outputs, parallel);
     for (const te::TensorRef& p : stages.partials) schedule_lanes(s, p, parallel);
     for (const te::TensorRef& t : stages.scalars) schedule_reduction(s, t, parallel);
     for (const te::TensorRef& t : combined) schedule_injective(s, t, 1, parallel);
@@ -254,8 +265,12 @@ OpInstance softmax(const TensorType& x, int64_t axis) { return softmax_like(fals
 OpInstance log_softmax(const TensorType& x, int64_t axis) { return softmax_like(true, x, axis); }
 
 OpInstance layer_norm(const TensorType& x, const TensorType& scale,
-                      const std::optional<TensorType>& bias, int64_t axis, double epsilon) {
+                      const std::optional<TensorType>& bias, int64_t axis, double epsilon,
+                      size_t num_outputs) {
   if (!vm::is_floating(x.dtype)) user_error("layer_norm needs a floating-point input");
+  if (num_outputs < 1 || num_outputs > 3) {
+    user_error("layer_norm has 1 to 3 outputs (Y, Mean, InvStdDev), not ", num_outputs);
+  }
   if (scale.dtype != x.dtype || (bias && bias->dtype != x.dtype)) {
     user_error("layer_norm: scale and bias must have the input's dtype");
   }
@@ -310,24 +325,39 @@ OpInstance layer_norm(const TensorType& x, const TensorType& scale,
       return te::sum(d * d, r);
     });
   }
-  te::TensorRef out = te::compute("Y", x.shape, [&](const te::Indices& i) {
-    std::vector<arith::Expr> idx(i.begin(), i.end());
+  auto inv_std_dev_at = [&](const te::Indices& i) {
     Expr v = te::read(sq, g.kept_indices(i));
     Expr var = v / tir::cast(v.type(), tir::index_value(count));
-    Expr eps = tir::make_const(v.type(), epsilon);
-    Expr y = (te::read(in, idx) - mean_at(i)) * tir::call(Intrinsic::kRsqrt, var + eps);
+    return tir::call(Intrinsic::kRsqrt, var + tir::make_const(v.type(), epsilon));
+  };
+  te::TensorRef out = te::compute("Y", x.shape, [&](const te::Indices& i) {
+    std::vector<arith::Expr> idx(i.begin(), i.end());
+    Expr y = (te::read(in, idx) - mean_at(i)) * inv_std_dev_at(i);
     y = y * te::read(sc, broadcast_indices(scale.shape, i));
     if (bi) y = y + te::read(bi, broadcast_indices(bias->shape, i));
     return y;
   });
+  // The statistics outputs, one per row over the kept shape.
+  std::vector<te::TensorRef> stats;
+  if (num_outputs >= 2) {
+    stats.push_back(te::compute("Mean", g.kept_shape, [&](const te::Indices& i) {
+      return tir::cast(tir::f32(), mean_at(i));
+    }));
+  }
+  if (num_outputs >= 3) {
+    stats.push_back(te::compute("InvStdDev", g.kept_shape, [&](const te::Indices& i) {
+      return tir::cast(tir::f32(), inv_std_dev_at(i));
+    }));
+  }
   OpInstance op;
   op.name = "layer_norm_" + dtype_suffix(x.dtype);
   op.inputs = {in, sc};
   if (bi) op.inputs.push_back(bi);
   op.outputs = {out};
+  op.outputs.insert(op.outputs.end(), stats.begin(), stats.end());
   op.knobs = norm_knobs(x.shape);
-  op.schedule = by_lanes ? lane_schedule(op.knobs, out, stages, {sum, sq})
-                         : norm_schedule(op.knobs, out, {sum, sq});
+  op.schedule = by_lanes ? lane_schedule(op.knobs, out, stages, {sum, sq}, stats)
+                         : norm_schedule(op.knobs, out, {sum, sq}, stats);
   op.preferred_multiples = last_dim_multiple(x.shape, 8);
   return op;
 }

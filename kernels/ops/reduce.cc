@@ -103,16 +103,18 @@ std::vector<KnobSpec> combined_knobs(const std::vector<arith::Expr>& shape) {
   return knobs;
 }
 
-OpInstance arg_reduce(bool is_max, const TensorType& x, int64_t axis, bool keepdims) {
+OpInstance arg_reduce(bool is_max, const TensorType& x, int64_t axis, bool keepdims, bool last) {
   std::vector<size_t> axes = normalize_axes({axis}, x.shape.size());
   ReduceGeometry g = geometry(x, axes, keepdims);
   OpInstance op;
-  op.name = std::string(is_max ? "argmax_" : "argmin_") + dtype_suffix(x.dtype);
+  op.name =
+      std::string(is_max ? "argmax_" : "argmin_") + (last ? "last_" : "") + dtype_suffix(x.dtype);
   te::TensorRef in = te::placeholder("X", x.shape, x.dtype);
   op.inputs = {in};
   te::TensorRef out = te::compute("Y", g.out_shape, [&](const te::Indices& i) {
     std::vector<te::IterVar> r = reduce_axes_for(x, g);
     Expr v = te::read(in, g.input_indices(i, keepdims, r));
+    if (last) return is_max ? te::argmax_last(v, r) : te::argmin_last(v, r);
     return is_max ? te::argmax(v, r) : te::argmin(v, r);
   });
   op.outputs = {out};
@@ -262,12 +264,12 @@ OpInstance reduce(ReduceKind kind, const TensorType& x, std::vector<int64_t> axe
   return op;
 }
 
-OpInstance argmax(const TensorType& x, int64_t axis, bool keepdims) {
-  return arg_reduce(true, x, axis, keepdims);
+OpInstance argmax(const TensorType& x, int64_t axis, bool keepdims, bool select_last_index) {
+  return arg_reduce(true, x, axis, keepdims, select_last_index);
 }
 
-OpInstance argmin(const TensorType& x, int64_t axis, bool keepdims) {
-  return arg_reduce(false, x, axis, keepdims);
+OpInstance argmin(const TensorType& x, int64_t axis, bool keepdims, bool select_last_index) {
+  return arg_reduce(false, x, axis, keepdims, select_last_index);
 }
 
 }  // namespace dynvm::ops

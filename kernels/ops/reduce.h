@@ -1,5 +1,5 @@
 // Reductions over a list of axes (ONNX Reduce*): sum, mean, max, min, prod, l1, l2,
-// log_sum_exp, and argmax / argmin over one axis (first occurrence, int64 indices).
+// log_sum_exp, and argmax / argmin over one axis (first or last occurrence, int64 indices).
 // Axes may be negative; an empty list reduces every axis. keepdims keeps reduced dims as 1.
 // The reducing stage uses the reduction template (knob `parallel`: fused data axes in
 // parallel); a finishing step (mean's divide, l2's sqrt) is inlined into the output.
@@ -27,9 +27,11 @@ const char* reduce_kind_name(ReduceKind kind);
 
 OpInstance reduce(ReduceKind kind, const TensorType& x, std::vector<int64_t> axes,
                   bool keepdims = true);
-// select_last_index = 0 only (ties resolve to the first occurrence).
-OpInstance argmax(const TensorType& x, int64_t axis, bool keepdims = true);
-OpInstance argmin(const TensorType& x, int64_t axis, bool keepdims = true);
+// Ties resolve to the first occurrence, or with select_last_index to the last one.
+OpInstance argmax(const TensorType& x, int64_t axis, bool keepdims = true,
+                  bool select_last_index = false);
+OpInstance argmin(const TensorType& x, int64_t axis, bool keepdims = true,
+                  bool select_last_index = false);
 
 // The axes normalised to [0, rank), sorted, unique (all axes when empty); UserError when
 // out of range.

@@ -350,6 +350,66 @@ OpInstance tile(const TensorType& x, const std::vector<int64_t>& repeats) {
   return injective_op("tile_" + dtype_suffix(x.dtype), {in}, out);
 }
 
+OpInstance tile_to(const TensorType& x, const std::vector<Expr>& shape) {
+  const size_t rank = x.shape.size();
+  if (shape.size() != rank) user_error("tile: an output of rank ", shape.size(), " for ", rank);
+  te::TensorRef in = te::placeholder("X", x.shape, x.dtype);
+  te::TensorRef out = te::compute("Y", shape, [&](const te::Indices& i) {
+    std::vector<Expr> idx;
+    for (size_t k = 0; k < rank; ++k) {
+      // An empty input dim gives an empty output (repeats * 0): the index is never read.
+      idx.push_back(is_const(x.shape[k], 1) ? Expr(0) : arith::floormod(i[k], x.shape[k]));
+    }
+    return te::read(in, idx);
+  });
+  return injective_op("tile_" + dtype_suffix(x.dtype), {in}, out);
+}
+
+OpInstance fill(const std::vector<Expr>& shape, const tir::Expr& value) {
+  te::TensorRef out = te::compute("Y", shape, [&](const te::Indices&) { return value; });
+  return injective_op("fill_" + dtype_suffix(value.type().elem), {}, out);
+}
+
+OpInstance range(const TensorType& start, const TensorType& delta, const Expr& n) {
+  if (start.dtype != delta.dtype) user_error("range: start and delta differ in dtype");
+  if (!start.shape.empty() || !delta.shape.empty()) {
+    user_error("range: start and delta must be scalars");
+  }
+  te::TensorRef s = te::placeholder("S", {}, start.dtype);
+  te::TensorRef d = te::placeholder("D", {}, delta.dtype);
+  te::TensorRef out = te::compute("Y", {n}, [&](const te::Indices& i) {
+    tir::DataType type{start.dtype, 1};
+    return tir::binary(tir::BinaryOp::kAdd, te::read(s, std::vector<Expr>{}),
+                       tir::binary(tir::BinaryOp::kMul, tir::cast(type, tir::index_value(i[0])),
+                                   te::read(d, std::vector<Expr>{})));
+  });
+  return injective_op("range_" + dtype_suffix(start.dtype), {s, d}, out);
+}
+
+OpInstance range_count(const TensorType& start, const TensorType& limit, const TensorType& delta) {
+  if (start.dtype != limit.dtype || start.dtype != delta.dtype) {
+    user_error("range: start, limit and delta differ in dtype");
+  }
+  if (!start.shape.empty() || !limit.shape.empty() || !delta.shape.empty()) {
+    user_error("range: start, limit and delta must be scalars");
+  }
+  te::TensorRef s = te::placeholder("S", {}, start.dtype);
+  te::TensorRef l = te::placeholder("L", {}, limit.dtype);
+  te::TensorRef d = te::placeholder("D", {}, delta.dtype);
+  te::TensorRef out = te::compute("N", {}, [&](const te::Indices&) {
+    const tir::DataType f64{vm::DType::kFloat64, 1};
+    auto read = [&](const te::TensorRef& t) { return tir::cast(f64, te::read(t, std::vector<Expr>{})); };
+    tir::Expr step = read(d);
+    tir::Expr zero = tir::make_const(f64, 0);
+    tir::Expr span = tir::binary(tir::BinaryOp::kSub, read(l), read(s));
+    tir::Expr steps = tir::call(tir::Intrinsic::kCeil, tir::binary(tir::BinaryOp::kDiv, span, step));
+    tir::Expr n = tir::select(tir::compare(tir::CompareOp::kEq, step, zero), zero,
+                              tir::binary(tir::BinaryOp::kMax, steps, zero));
+    return tir::cast(tir::DataType{vm::DType::kInt64, 1}, n);
+  });
+  return injective_op("range_count_" + dtype_suffix(start.dtype), {s, l, d}, out);
+}
+
 OpInstance trilu(const TensorType& x, bool upper, int64_t k, const TensorType* k_input) {
   const size_t rank = x.shape.size();
   if (rank < 2) user_error("trilu: the input has rank ", rank, ", needs at least 2");

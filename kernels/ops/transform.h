@@ -52,6 +52,21 @@ OpInstance pad(const TensorType& x, const std::vector<int64_t>& pads,
 
 // ONNX Tile: output dim k is input dim k times repeats[k] (repeats >= 0, one per dim).
 OpInstance tile(const TensorType& x, const std::vector<int64_t>& repeats);
+// ONNX Tile with repeats known only at run time: the output's shape is given (each dim a
+// constant or a symbol the kernel binds from its output) and element i is x[i mod dims].
+OpInstance tile_to(const TensorType& x, const std::vector<arith::Expr>& shape);
+
+// ONNX ConstantOfShape: an output of `shape` (each dim a constant or a symbol the kernel
+// binds from its output) holding the scalar constant `value` (its type is the output's).
+OpInstance fill(const std::vector<arith::Expr>& shape, const tir::Expr& value);
+
+// ONNX Range: element i of the output [n] is start + i * delta, where start and delta are
+// scalar tensors of the output's dtype read at run time and n (a constant or a symbol the
+// kernel binds from its output) was computed by the caller.
+OpInstance range(const TensorType& start, const TensorType& delta, const arith::Expr& n);
+// Range's length: max(ceil((limit - start) / delta), 0) as an i64 scalar, from three scalar
+// tensors of one dtype (computed in f64; a zero delta gives 0).
+OpInstance range_count(const TensorType& start, const TensorType& limit, const TensorType& delta);
 
 // ONNX Trilu: x's elements on and above (`upper`) or on and below the k-th diagonal of its
 // last two dims, zero elsewhere (k > 0 is above the main diagonal). `k` is a constant, or

@@ -56,7 +56,7 @@ void collect_vars(const Expr& e, std::unordered_set<arith::VarId>& out) {
 
 tir::Expr reduce_identity(tir::ReduceOp op, tir::DataType t) {
   using tir::ReduceOp;
-  bool lowest = op == ReduceOp::kMax || op == ReduceOp::kArgMax;
+  bool lowest = op == ReduceOp::kMax || op == ReduceOp::kArgMax || op == ReduceOp::kArgMaxLast;
   if (op == ReduceOp::kSum) return tir::make_const(t, 0);
   if (op == ReduceOp::kProd) return tir::make_const(t, 1);
   if (t.is_float()) {
@@ -93,7 +93,8 @@ tir::Expr combine(tir::ReduceOp op, tir::Expr acc, tir::Expr value) {
 
 // Whether the reduce loops, in their loop order, visit the reduction's elements in
 // row-major order (splits and fuses that keep the original order, no reorder among reduce
-// loops). Then "the first extreme" of argmax / argmin is the first one the loops meet.
+// loops). Then "the first extreme" of argmax / argmin is the first one the loops meet (and
+// the last extreme the last one).
 bool reduce_loops_row_major(const Stage& stage) {
   std::vector<const AxisNode*> natural;
   for (size_t j = stage.num_axes(); j < stage.root_axes().size(); ++j) {
@@ -581,14 +582,13 @@ class Lowerer {
 // nest (over the remaining data-parallel loops, with fresh variables) stores the identity,
 // then the update nest combines. argmax / argmin keep the running extreme in a second
 // accumulator and replace the index only on a strictly better value (the first extreme
-// wins).
+// wins), or also on an equal one for the *_last forms (the last extreme wins).
 tir::Stmt Lowerer::emit_reduction(StageInfo& info) {
   const Stage& stage = *info.stage;
   const auto& leaves = stage.leaf_axes();
   const tir::ExprNode& red = *info.body;
   const tir::Expr& source = red.operands[0];
-  bool is_arg_reduce =
-      red.reduce_op == tir::ReduceOp::kArgMax || red.reduce_op == tir::ReduceOp::kArgMin;
+  bool is_arg_reduce = tir::is_arg_reduce(red.reduce_op);
   size_t n = leaves.size();
   size_t r0 = 0;
   while (r0 < n && !leaves[r0]->is_reduce) ++r0;
@@ -655,19 +655,30 @@ tir::Stmt Lowerer::emit_reduction(StageInfo& info) {
           flat * info.loops.root_extent[stage.num_axes() + j] + map.at(red.reduce_axes[j].var.id());
     }
     flat = analyzer_.simplify(flat);
-    auto cmp = red.reduce_op == tir::ReduceOp::kArgMax ? tir::CompareOp::kGt : tir::CompareOp::kLt;
+    const bool is_max =
+        red.reduce_op == tir::ReduceOp::kArgMax || red.reduce_op == tir::ReduceOp::kArgMaxLast;
+    const bool last =
+        red.reduce_op == tir::ReduceOp::kArgMaxLast || red.reduce_op == tir::ReduceOp::kArgMinLast;
+    auto cmp = is_max ? tir::CompareOp::kGt : tir::CompareOp::kLt;
     tir::Expr best = tir::buffer_load(acc, acc_indices(idx));
     tir::Expr flat_value = tir::index_value(flat, tir::i64());
     bool in_order = reduce_loops_row_major(stage);
-    // Each use gets its own copy of the source so that no LetIndex is bound twice. When
-    // the loops do not meet elements in row-major order, an equal value with a smaller
-    // index also wins, so that the result is still the first extreme.
+    // Each use gets its own copy of the source so that no LetIndex is bound twice. Loops
+    // that meet elements in row-major order keep the first extreme by replacing only on a
+    // strictly better value, the last one by replacing on an equal value too (the
+    // identity's init then gives way to the first element even when every value is it).
+    // Otherwise an equal value wins when its index is smaller (first) or larger (last).
     auto better = [&] {
+      if (in_order && last) {
+        return tir::compare(is_max ? tir::CompareOp::kGe : tir::CompareOp::kLe,
+                            lower_expr(source, map), best);
+      }
       tir::Expr strictly = tir::compare(cmp, lower_expr(source, map), best);
       if (in_order) return strictly;
-      tir::Expr tie = tir::logical_and(
-          tir::compare(tir::CompareOp::kEq, lower_expr(source, map), best),
-          tir::compare(tir::CompareOp::kLt, flat_value, tir::buffer_load(info.buffer, idx)));
+      tir::Expr tie =
+          tir::logical_and(tir::compare(tir::CompareOp::kEq, lower_expr(source, map), best),
+                           tir::compare(last ? tir::CompareOp::kGt : tir::CompareOp::kLt,
+                                        flat_value, tir::buffer_load(info.buffer, idx)));
       return tir::logical_or(strictly, tie);
     };
     updates.push_back(tir::make_store(

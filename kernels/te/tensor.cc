@@ -43,7 +43,7 @@ tir::Expr make_reduce(tir::ReduceOp op, const char* what, tir::Expr source,
   });
   auto node = std::make_shared<tir::ExprNode>();
   node->kind = tir::ExprKind::kReduce;
-  bool arg = op == tir::ReduceOp::kArgMax || op == tir::ReduceOp::kArgMin;
+  bool arg = tir::is_arg_reduce(op);
   node->type = arg ? tir::i64() : source.type();
   node->reduce_op = op;
   node->operands = {std::move(source), tir::Expr()};  // init undefined: the identity
@@ -183,6 +183,12 @@ tir::Expr argmax(tir::Expr source, std::vector<IterVar> axes) {
 }
 tir::Expr argmin(tir::Expr source, std::vector<IterVar> axes) {
   return make_reduce(tir::ReduceOp::kArgMin, "argmin", std::move(source), std::move(axes));
+}
+tir::Expr argmax_last(tir::Expr source, std::vector<IterVar> axes) {
+  return make_reduce(tir::ReduceOp::kArgMaxLast, "argmax_last", std::move(source), std::move(axes));
+}
+tir::Expr argmin_last(tir::Expr source, std::vector<IterVar> axes) {
+  return make_reduce(tir::ReduceOp::kArgMinLast, "argmin_last", std::move(source), std::move(axes));
 }
 
 }  // namespace dynvm::te

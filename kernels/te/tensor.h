@@ -102,5 +102,8 @@ tir::Expr min_reduce(tir::Expr source, std::vector<IterVar> axes);
 // Index (int64, row-major over `axes`) of the first maximum / minimum of source.
 tir::Expr argmax(tir::Expr source, std::vector<IterVar> axes);
 tir::Expr argmin(tir::Expr source, std::vector<IterVar> axes);
+// The same with ties going to the last index (ONNX select_last_index=1).
+tir::Expr argmax_last(tir::Expr source, std::vector<IterVar> axes);
+tir::Expr argmin_last(tir::Expr source, std::vector<IterVar> axes);
 
 }  // namespace dynvm::te

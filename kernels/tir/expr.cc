@@ -303,6 +303,8 @@ const char* intrinsic_name(Intrinsic op) {
       return "sign";
     case Intrinsic::kReciprocal:
       return "reciprocal";
+    case Intrinsic::kAtan:
+      return "atan";
   }
   return "?";
 }
@@ -321,8 +323,17 @@ const char* reduce_op_name(ReduceOp op) {
       return "argmax";
     case ReduceOp::kArgMin:
       return "argmin";
+    case ReduceOp::kArgMaxLast:
+      return "argmax_last";
+    case ReduceOp::kArgMinLast:
+      return "argmin_last";
   }
   return "?";
+}
+
+bool is_arg_reduce(ReduceOp op) {
+  return op == ReduceOp::kArgMax || op == ReduceOp::kArgMin || op == ReduceOp::kArgMaxLast ||
+         op == ReduceOp::kArgMinLast;
 }
 
 ExprKind Expr::kind() const {

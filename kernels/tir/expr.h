@@ -73,14 +73,20 @@ enum class CompareOp : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe };
 enum class LogicalOp : uint8_t { kAnd, kOr, kNot };
 enum class Intrinsic : uint8_t {
   kExp, kLog, kTanh, kErf, kSigmoid, kSqrt, kRsqrt, kAbs, kNeg, kFloor, kCeil, kRound,
-  kSin, kCos, kLog1p, kExpm1, kIsNan, kIsInf, kSign, kReciprocal,
+  kSin, kCos, kLog1p, kExpm1, kIsNan, kIsInf, kSign, kReciprocal, kAtan,
 };
-enum class ReduceOp : uint8_t { kSum, kProd, kMax, kMin, kArgMax, kArgMin };
+// kArgMax / kArgMin: the index of the first extreme; the *Last forms the last one (ONNX
+// select_last_index=1).
+enum class ReduceOp : uint8_t {
+  kSum, kProd, kMax, kMin, kArgMax, kArgMin, kArgMaxLast, kArgMinLast,
+};
 
 const char* binary_op_name(BinaryOp op);
 const char* compare_op_name(CompareOp op);
 const char* intrinsic_name(Intrinsic op);
 const char* reduce_op_name(ReduceOp op);
+// argmax / argmin in either tie order: the result is an int64 index, not a combined value.
+bool is_arg_reduce(ReduceOp op);
 
 struct ExprNode;
 

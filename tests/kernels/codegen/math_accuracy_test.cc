@@ -1,6 +1,6 @@
 // Accuracy of dynvm's own math library (kernels/codegen/math_ir.cc) as generated code:
-// exp, log, tanh, erf, sigmoid, log1p, expm1, sin, cos and pow, in f32 and f64, scalar and
-// full-width vector lanes, against long double std:: functions on many points of each
+// exp, log, tanh, erf, sigmoid, log1p, expm1, sin, cos, atan and pow, in f32 and f64, scalar
+// and full-width vector lanes, against long double std:: functions on many points of each
 // function's normal range, plus the special values (inf, NaN, zeros, saturation).
 // Prints the measured maximum relative errors.
 #include <cfloat>
@@ -39,6 +39,7 @@ const MathFn kFns[] = {
     {"expm1", Intrinsic::kExpm1, [](long double x) { return std::expm1(x); }, -30, 88, -40, 709},
     {"sin", Intrinsic::kSin, [](long double x) { return std::sin(x); }, -100, 100, -1000, 1000},
     {"cos", Intrinsic::kCos, [](long double x) { return std::cos(x); }, -100, 100, -1000, 1000},
+    {"atan", Intrinsic::kAtan, [](long double x) { return std::atan(x); }, -20, 20, -20, 20},
 };
 
 constexpr int kLanes32 = 16, kLanes64 = 8;

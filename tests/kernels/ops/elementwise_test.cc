@@ -56,6 +56,9 @@ std::vector<UnaryCase> unary_cases() {
       {UnaryOp::kAtanh, [](double x) { return std::atanh(x); }, -0.99, 0.99},
       {UnaryOp::kSoftsign, [](double x) { return x / (1 + std::fabs(x)); }, -30, 30},
       {UnaryOp::kThresholdedRelu, [](double x) { return x > 0.5 ? x : 0.0; }, -4, 4, {0.5}},
+      {UnaryOp::kAtan, [](double x) { return std::atan(x); }, -50, 50},
+      {UnaryOp::kAsin, [](double x) { return std::asin(x); }, -1, 1},
+      {UnaryOp::kAcos, [](double x) { return std::acos(x); }, -1, 1},
   };
 }
 
@@ -95,6 +98,39 @@ TEST_F(UnaryOps, EveryOpOnSymbolicAndStaticShapes) {
     std::string name = unary_op_name(c.op);
     for (int64_t n : kSizes) check_unary(*lib_, c, name + "_sym", {n}, rng);
     check_unary(*lib_, c, name + "_static", {7, 129}, rng);
+  }
+}
+
+// The ends of the domains: asin / acos at +-1 and just inside, atan of infinities and of
+// values around the range-reduction splits tan(pi/8), tan(3pi/8); NaN outside [-1, 1].
+TEST_F(UnaryOps, InverseTrigonometryAtTheEdges) {
+  const std::vector<float> unit = {1.0f, -1.0f, 0.0f, -0.0f, 0.99999994f, -0.99999994f, 1e-30f};
+  const std::vector<float> wide = {INFINITY,   -INFINITY,  0.41421354f, 0.41421357f,
+                                   2.4142134f, 2.4142137f, 1e30f,       -1e-30f};
+  const auto n = static_cast<int64_t>(unit.size()), w = static_cast<int64_t>(wide.size());
+  vm::Tensor u = vm::Tensor::from_vector(unit, {n}, kF32);
+  vm::Tensor v = vm::Tensor::from_vector(wide, {w}, kF32);
+  std::vector<double> want_asin, want_acos, want_atan;
+  for (float x : unit) {
+    want_asin.push_back(std::asin(static_cast<double>(x)));
+    want_acos.push_back(std::acos(static_cast<double>(x)));
+  }
+  for (float x : wide) want_atan.push_back(std::atan(static_cast<double>(x)));
+  expect_close(run_op(*lib_, "asin_sym", {u}, {n}, kF32), want_asin, 2e-6, 1e-6, "asin edges");
+  expect_close(run_op(*lib_, "acos_sym", {u}, {n}, kF32), want_acos, 2e-6, 1e-6, "acos edges");
+  expect_close(run_op(*lib_, "atan_sym", {v}, {w}, kF32), want_atan, 2e-6, 1e-6, "atan edges");
+  // Exact where the result is representable: acos(1) = 0, asin(-0) = -0.
+  vm::Tensor acos_u = run_op(*lib_, "acos_sym", {u}, {n}, kF32);
+  EXPECT_EQ(acos_u.data_as<float>()[0], 0.0f);
+  vm::Tensor asin_u = run_op(*lib_, "asin_sym", {u}, {n}, kF32);
+  EXPECT_TRUE(std::signbit(asin_u.data_as<float>()[3]));
+
+  // NaN outside the domain, into an output filled with zeros (not NaN poison).
+  vm::Tensor out = vm::Tensor::from_vector(std::vector<float>{1.5f, -1.0001f, NAN}, {3}, kF32);
+  for (const char* op : {"asin_sym", "acos_sym"}) {
+    vm::Tensor y = vm::Tensor::from_vector(std::vector<float>(3, 0.0f), {3}, kF32);
+    ASSERT_TRUE(lib_->run(op, {out, y}).ok()) << op;
+    for (int64_t i = 0; i < 3; ++i) EXPECT_TRUE(std::isnan(at(y, i))) << op << " element " << i;
   }
 }
 

@@ -1,9 +1,11 @@
 // softmax / log_softmax over the last and a middle axis, and layer_norm over the last one
-// or two axes (with and without bias), symbolic and static, against double loops; softmax
-// of large inputs stays finite (max-subtract).
+// or two axes (with and without bias, with and without its Mean / InvStdDev outputs),
+// symbolic and static, against double loops; softmax of large inputs stays finite.
 #include "kernels/ops/norm.h"
 
 #include <cmath>
+#include <tuple>
+#include <utility>
 
 #include "tests/kernels/ops/op_test_util.h"
 
@@ -50,6 +52,14 @@ class Norms : public ::testing::Test {
     ops.push_back({"layer_norm_two", layer_norm(sym, {kF32, {b, c}}, std::nullopt, 1, 1e-3)});
     ops.push_back({"layer_norm_static", layer_norm({kF32, dims({3, 7, 129})}, {kF32, dims({129})},
                                                    TensorType{kF32, dims({129})})});
+    // With ONNX's Mean and InvStdDev outputs: over the last axis (vector lanes), the last
+    // two (scalar reductions), and Mean alone over every axis.
+    ops.push_back({"layer_norm_stats_last",
+                   layer_norm(sym, {kF32, {c}}, TensorType{kF32, {c}}, -1, 1e-5, 3)});
+    ops.push_back(
+        {"layer_norm_stats_two", layer_norm(sym, {kF32, {b, c}}, std::nullopt, -2, 1e-3, 3)});
+    ops.push_back(
+        {"layer_norm_mean_all", layer_norm(sym, {kF32, {a, b, c}}, std::nullopt, 0, 1e-5, 2)});
     lib_ = new OpLibrary(OpLibrary::build(ops));
   }
   static void TearDownTestSuite() { delete lib_; }
@@ -134,6 +144,73 @@ TEST_F(Norms, LayerNormOverTrailingAxes) {
   expect_close(run_op(*lib_, "layer_norm_static", {x, scale, bias}, {3, 7, 129}, kF32),
                layer_norm_ref(x, {3, 7, 129}, 2, scale, &bias, 1e-5), 2e-5, 2e-5,
                "layer_norm_static");
+}
+
+// Per row of x [a, b, c] over the trailing dims from `axis`: the mean and
+// 1 / sqrt(variance + eps), as ONNX LayerNormalization's Mean and InvStdDev.
+std::pair<std::vector<double>, std::vector<double>> layer_norm_stats_ref(const vm::Tensor& x,
+                                                                         const vm::Shape& s,
+                                                                         size_t axis, double eps) {
+  int64_t n = 1;
+  for (size_t d = axis; d < s.size(); ++d) n *= s[d];
+  std::vector<double> means, inv_std_devs;
+  for (int64_t row = 0; row < numel(s) / n; ++row) {
+    double mean = 0, var = 0;
+    for (int64_t j = 0; j < n; ++j) mean += at(x, row * n + j);
+    mean /= static_cast<double>(n);
+    for (int64_t j = 0; j < n; ++j)
+      var += (at(x, row * n + j) - mean) * (at(x, row * n + j) - mean);
+    var /= static_cast<double>(n);
+    means.push_back(mean);
+    inv_std_devs.push_back(1 / std::sqrt(var + eps));
+  }
+  return {means, inv_std_devs};
+}
+
+TEST_F(Norms, LayerNormMeanAndInvStdDevOutputs) {
+  std::mt19937 rng(24);
+  for (const vm::Shape& s : kShapes) {
+    vm::Tensor x = random_tensor(s, kF32, rng, -2, 3);
+    const std::string where = shape_name(s);
+
+    vm::Tensor scale = random_tensor({s[2]}, kF32, rng), bias = random_tensor({s[2]}, kF32, rng);
+    vm::Shape rows{s[0], s[1], 1};
+    vm::Tensor y = poisoned(s, kF32), mean = poisoned(rows, kF32), inv = poisoned(rows, kF32);
+    ASSERT_TRUE(lib_->run("layer_norm_stats_last", {x, scale, bias, y, mean, inv}).ok());
+    auto [want_mean, want_inv] = layer_norm_stats_ref(x, s, 2, 1e-5);
+    expect_close(y, layer_norm_ref(x, s, 2, scale, &bias, 1e-5), 2e-5, 2e-5, "Y last " + where);
+    expect_close(mean, want_mean, 2e-5, 2e-5, "Mean last " + where);
+    expect_close(inv, want_inv, 2e-5, 2e-5, "InvStdDev last " + where);
+
+    vm::Tensor scale2 = random_tensor({s[1], s[2]}, kF32, rng);
+    vm::Shape planes{s[0], 1, 1};
+    y = poisoned(s, kF32), mean = poisoned(planes, kF32), inv = poisoned(planes, kF32);
+    ASSERT_TRUE(lib_->run("layer_norm_stats_two", {x, scale2, y, mean, inv}).ok());
+    std::tie(want_mean, want_inv) = layer_norm_stats_ref(x, s, 1, 1e-3);
+    expect_close(y, layer_norm_ref(x, s, 1, scale2, nullptr, 1e-3), 2e-5, 2e-5, "Y two " + where);
+    expect_close(mean, want_mean, 2e-5, 2e-5, "Mean two " + where);
+    expect_close(inv, want_inv, 2e-5, 2e-5, "InvStdDev two " + where);
+
+    vm::Tensor scale3 = random_tensor(s, kF32, rng);
+    y = poisoned(s, kF32), mean = poisoned({1, 1, 1}, kF32);
+    ASSERT_TRUE(lib_->run("layer_norm_mean_all", {x, scale3, y, mean}).ok());
+    std::tie(want_mean, want_inv) = layer_norm_stats_ref(x, s, 0, 1e-5);
+    expect_close(y, layer_norm_ref(x, s, 0, scale3, nullptr, 1e-5), 2e-5, 2e-5, "Y all " + where);
+    expect_close(mean, want_mean, 2e-5, 2e-5, "Mean all " + where);
+  }
+}
+
+// A constant row: Mean is the value, InvStdDev exactly 1 / sqrt(epsilon).
+TEST_F(Norms, LayerNormStatsOfAConstantRow) {
+  vm::Tensor x = vm::Tensor::from_vector(std::vector<float>(6, 2.5f), {1, 2, 3}, kF32);
+  vm::Tensor scale = vm::Tensor::from_vector(std::vector<float>(3, 1.0f), {3}, kF32);
+  vm::Tensor bias = vm::Tensor::from_vector(std::vector<float>(3, 0.0f), {3}, kF32);
+  vm::Tensor y = poisoned({1, 2, 3}, kF32), mean = poisoned({1, 2, 1}, kF32),
+             inv = poisoned({1, 2, 1}, kF32);
+  ASSERT_TRUE(lib_->run("layer_norm_stats_last", {x, scale, bias, y, mean, inv}).ok());
+  expect_close(y, std::vector<double>(6, 0.0), 0, 0, "Y");
+  expect_close(mean, {2.5, 2.5}, 0, 0, "Mean");
+  expect_close(inv, {1 / std::sqrt(1e-5), 1 / std::sqrt(1e-5)}, 1e-6, 0, "InvStdDev");
 }
 
 }  // namespace

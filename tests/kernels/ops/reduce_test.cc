@@ -1,6 +1,7 @@
 // Reductions compiled for the host: every kind over several axis sets with and without
 // keepdims, on a symbolic [m, n, k] input (one kernel, several sizes) and a static one;
-// argmax / argmin with ties (first occurrence wins). References are double loops.
+// argmax / argmin with ties (first occurrence wins, or the last with select_last_index).
+// References are double loops.
 #include "kernels/ops/reduce.h"
 
 #include <cmath>
@@ -162,6 +163,8 @@ class ReductionVariants : public ::testing::Test {
     TensorType x{kF32, {m, n}};
     ops.push_back({"argmax_last", argmax(x, -1, true)});
     ops.push_back({"argmin_first_drop", argmin(x, 0, false)});
+    ops.push_back({"argmax_ties_last", argmax(x, -1, true, true)});
+    ops.push_back({"argmin_ties_last_drop", argmin(x, 0, false, true)});
     ops.push_back({"sum_unroll4_serial",
                    reduce(ReduceKind::kSum, {kF32, {m, n, k}}, {-1}, true),
                    {{"unroll", 4}, {"parallel", 0}}});
@@ -223,6 +226,35 @@ TEST_F(ReductionVariants, ArgMaxArgMinTakeTheFirstOccurrence) {
     }
     expect_close(run_op(*lib_, "argmax_last", {x}, {m, 1}, kI64), amax, 0, 0, "argmax");
     expect_close(run_op(*lib_, "argmin_first_drop", {x}, {n}, kI64), amin, 0, 0, "argmin");
+  }
+}
+
+// select_last_index = 1. Row 0 is all -inf (argmax) and column 0 all +inf (argmin): values
+// equal to the reductions' identities must still give the last index.
+TEST_F(ReductionVariants, ArgMaxArgMinSelectLastIndexTakeTheLastOccurrence) {
+  std::mt19937 rng(16);
+  for (auto [m, n] :
+       std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {3, 7}, {17, 129}, {2, 1000}}) {
+    vm::Tensor x = random_tensor({m, n}, kF32, rng, -3, 3);
+    for (int64_t i = 0; i < m * n; ++i) x.data_as<float>()[i] = std::round(at(x, i));  // ties
+    vm::Tensor lo = x.copy_to(vm::kCpu), hi = x.copy_to(vm::kCpu);
+    for (int64_t j = 0; j < n; ++j) lo.data_as<float>()[j] = -INFINITY;
+    for (int64_t r = 0; r < m; ++r) hi.data_as<float>()[r * n] = INFINITY;
+    std::vector<double> amax, amin;
+    for (int64_t r = 0; r < m; ++r) {
+      int64_t best = n - 1;
+      for (int64_t j = n - 1; j-- > 0;)
+        if (at(lo, r * n + j) > at(lo, r * n + best)) best = j;
+      amax.push_back(static_cast<double>(best));
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t best = m - 1;
+      for (int64_t r = m - 1; r-- > 0;)
+        if (at(hi, r * n + j) < at(hi, best * n + j)) best = r;
+      amin.push_back(static_cast<double>(best));
+    }
+    expect_close(run_op(*lib_, "argmax_ties_last", {lo}, {m, 1}, kI64), amax, 0, 0, "argmax");
+    expect_close(run_op(*lib_, "argmin_ties_last_drop", {hi}, {n}, kI64), amin, 0, 0, "argmin");
   }
 }
 

@@ -355,6 +355,8 @@ T intrinsic(Intrinsic fn, T x) {
       return x > 0 ? T(1) : (x < 0 ? T(-1) : T(0));
     case Intrinsic::kReciprocal:
       return T(1) / x;
+    case Intrinsic::kAtan:
+      return std::atan(x);
   }
   return x;
 }

@@ -1,7 +1,7 @@
 // Reductions lowered and run on the reference TIR evaluator: row sum / max / argmax /
-// argmin (ties keep the first index), reductions over several axes, a reduce loop outside a
-// data-parallel loop (the init nest), and matmul with split + reorder + tile and with
-// cache_write + compute_at register blocking.
+// argmin (ties keep the first index, or the last for argmax_last / argmin_last), reductions
+// over several axes, a reduce loop outside a data-parallel loop (the init nest), and matmul
+// with split + reorder + tile and with cache_write + compute_at register blocking.
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -60,6 +60,14 @@ double first_extreme(const std::vector<double>& row, bool max) {
   return static_cast<double>(best);
 }
 
+double last_extreme(const std::vector<double>& row, bool max) {
+  size_t best = row.size() - 1;
+  for (size_t j = best; j-- > 0;) {
+    if (max ? row[j] > row[best] : row[j] < row[best]) best = j;
+  }
+  return static_cast<double>(best);
+}
+
 const RowReduce kSum{sum,
                      [](const std::vector<double>& row) {
                        double acc = 0;
@@ -86,6 +94,11 @@ const RowReduce kArgMax{argmax, [](const std::vector<double>& r) { return first_
 const RowReduce kArgMin{argmin,
                         [](const std::vector<double>& r) { return first_extreme(r, false); }, kI64};
 
+const RowReduce kArgMaxLast{
+    argmax_last, [](const std::vector<double>& r) { return last_extreme(r, true); }, kI64};
+const RowReduce kArgMinLast{
+    argmin_last, [](const std::vector<double>& r) { return last_extreme(r, false); }, kI64};
+
 TEST(LowerReduction, RowSum) { check_row_reduce(kSum, "row_sum", false, false); }
 TEST(LowerReduction, RowSumSplitReduceAxis) { check_row_reduce(kSum, "row_sum4", true, false); }
 TEST(LowerReduction, RowMax) { check_row_reduce(kMax, "row_max", true, false); }
@@ -93,6 +106,12 @@ TEST(LowerReduction, RowMin) { check_row_reduce(kMin, "row_min", false, false); 
 // Inputs from {-2..2}: ties are everywhere, and the first extreme must win.
 TEST(LowerReduction, ArgMaxKeepsFirstOfTies) { check_row_reduce(kArgMax, "argmax", true, true); }
 TEST(LowerReduction, ArgMinKeepsFirstOfTies) { check_row_reduce(kArgMin, "argmin", false, true); }
+TEST(LowerReduction, ArgMaxLastKeepsLastOfTies) {
+  check_row_reduce(kArgMaxLast, "argmax_last", true, true);
+}
+TEST(LowerReduction, ArgMinLastKeepsLastOfTies) {
+  check_row_reduce(kArgMinLast, "argmin_last", false, true);
+}
 
 TEST(LowerReduction, RowProd) {
   RowReduce prod_op{prod,
@@ -138,6 +157,44 @@ TEST(LowerReduction, ReduceOverTwoAxes) {
     }
     expect_values(sum_out, want_sum, 1e-6, "sum2 " + shape_name({rows, cols}));
     expect_values(arg_out, want_arg, 0, "argmax2 " + shape_name({rows, cols}));
+  }
+}
+
+// argmax_last / argmin_last over both axes with the reduce loops reordered (r1 outside r0):
+// the loops meet elements out of row-major order, so ties compare flat indices.
+TEST(LowerReduction, ArgLastOverTwoAxesOutOfOrder) {
+  arith::Var b("b"), m("m"), n("n");
+  auto A = placeholder("A", {b, m, n}, kF32);
+  auto make = [&](const char* name, bool max) {
+    return compute(name, {b}, [&](const Indices& i) {
+      auto r0 = reduce_axis(m, "r0");
+      auto r1 = reduce_axis(n, "r1");
+      tir::Expr v = read(A, {i[0], r0.var, r1.var});
+      return max ? argmax_last(v, {r0, r1}) : argmin_last(v, {r0, r1});
+    });
+  };
+  auto I = make("I", true), J = make("J", false);
+  Schedule s = create_schedule({I, J});
+  for (const TensorRef& t : {I, J}) {
+    s[t].reorder({s[t].reduce_axis(1), s[t].axis(0), s[t].reduce_axis(0)});  // r1, i0, r0
+  }
+  tir::PrimFunc f = lower_checked(s, {A, I, J}, "arg_last2");
+  std::mt19937 rng(17);
+  for (auto [rows, cols] : kSizes2d) {
+    if (rows * cols > 2000) continue;
+    const int64_t batch = 3;
+    vm::Tensor a = random_ints({batch, rows, cols}, rng, -2, 2, kF32);
+    vm::Tensor max_out = poisoned({batch}, kI64), min_out = poisoned({batch}, kI64);
+    run(f, {a, max_out, min_out});
+    std::vector<double> want_max, want_min;
+    for (int64_t k = 0; k < batch; ++k) {
+      std::vector<double> flat;
+      for (int64_t j = 0; j < rows * cols; ++j) flat.push_back(at(a, k * rows * cols + j));
+      want_max.push_back(last_extreme(flat, true));
+      want_min.push_back(last_extreme(flat, false));
+    }
+    expect_values(max_out, want_max, 0, "argmax_last2 " + shape_name({rows, cols}));
+    expect_values(min_out, want_min, 0, "argmin_last2 " + shape_name({rows, cols}));
   }
 }
 

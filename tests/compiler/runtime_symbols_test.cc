@@ -1,0 +1,148 @@
+// Run-time symbols (compiler/passes/pass.h): operands ONNX passes as tensors and only the
+// run time knows (a Reshape target, Range's bounds, a ConstantOfShape shape, an Expand
+// target), and dims no compile-time rule can follow (an If whose branches differ in shape).
+// Each model is compiled once with no options and run at several values; expected values
+// are worked out by hand, and bad values fail with one error naming the node.
+#include <gtest/gtest.h>
+
+#include "compiler/ir/parser.h"
+#include "compiler/pipeline.h"
+#include "tests/support/expect_user_error.h"
+#include "vm/interpreter.h"
+#include "vm/program.h"
+
+namespace dynvm::compiler {
+namespace {
+
+vm::VirtualMachine machine_for(const char* text) {
+  return vm::VirtualMachine(vm::Program::load(compile(parse_module(text), CompileOptions{})));
+}
+
+vm::Tensor i64s(std::vector<int64_t> v, vm::Shape shape) {
+  return vm::Tensor::from_vector(v, std::move(shape), vm::DType::kInt64);
+}
+vm::Tensor i64_scalar(int64_t v) { return i64s({v}, {}); }
+
+vm::Tensor iota(int64_t n) {
+  vm::Tensor t = vm::Tensor::empty({n}, vm::DType::kFloat32);
+  for (int64_t i = 0; i < n; ++i) t.data_as<float>()[i] = static_cast<float>(i);
+  return t;
+}
+
+TEST(RuntimeSymbols, ReshapeToATargetReadAtRunTime) {
+  vm::VirtualMachine m = machine_for(R"(fn @main(%x: f32[6], %s: i64[2]) {
+  %y = Reshape(%x, %s)
+  %z = Relu(%y)
+  return %z
+})");
+  // -1 anywhere, plain sizes: the values move along, row-major.
+  for (auto [s, want] : std::vector<std::pair<std::vector<int64_t>, vm::Shape>>{
+           {{3, -1}, {3, 2}}, {{-1, 3}, {2, 3}}, {{6, 1}, {6, 1}}}) {
+    std::vector<vm::Value> in{iota(6), i64s(s, {2})};
+    vm::Tensor z = m.run(in).at(0).as_tensor();
+    ASSERT_EQ(z.shape(), want);
+    for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(z.data_as<float>()[i], static_cast<float>(i));
+  }
+  std::vector<vm::Value> wrong{iota(6), i64s({4, -1}, {2})};
+  EXPECT_USER_ERROR(m.run(wrong), "%y = Reshape: the shape does not hold the input's elements");
+  std::vector<vm::Value> two{iota(6), i64s({-1, -1}, {2})};
+  EXPECT_USER_ERROR(m.run(two), "%y = Reshape: the shape has more than one -1");
+  std::vector<vm::Value> negative{iota(6), i64s({-2, -3}, {2})};
+  EXPECT_USER_ERROR(m.run(negative), "%y = Reshape:");
+}
+
+TEST(RuntimeSymbols, RangeOfRunTimeBoundsEitherDirectionAndEmpty) {
+  vm::VirtualMachine m = machine_for(R"(fn @main(%a: i64[], %b: i64[], %d: i64[]) {
+  %r = Range(%a, %b, %d)
+  return %r
+})");
+  auto run = [&](int64_t a, int64_t b, int64_t d) {
+    std::vector<vm::Value> in{i64_scalar(a), i64_scalar(b), i64_scalar(d)};
+    vm::Tensor r = m.run(in).at(0).as_tensor();
+    return std::vector<int64_t>(r.data_as<int64_t>(), r.data_as<int64_t>() + r.numel());
+  };
+  EXPECT_EQ(run(2, 11, 3), (std::vector<int64_t>{2, 5, 8}));
+  EXPECT_EQ(run(10, 4, -2), (std::vector<int64_t>{10, 8, 6}));
+  EXPECT_EQ(run(0, 0, 1), (std::vector<int64_t>{}));
+  EXPECT_EQ(run(5, 1, 1), (std::vector<int64_t>{}));
+  std::vector<vm::Value> zero{i64_scalar(0), i64_scalar(3), i64_scalar(0)};
+  EXPECT_USER_ERROR(m.run(zero), "%r = Range: delta is 0");
+}
+
+TEST(RuntimeSymbols, FloatRangeLengthComesFromAKernel) {
+  // As the ONNX importer binds it: Range's length as a value of its own.
+  Module module = parse_module(R"(fn @main(%a: f32[], %b: f32[], %d: f32[]) {
+  return %a
+})");
+  auto main = std::make_shared<Function>(*module.find_function("main"));
+  const std::vector<Expr> bounds(main->params.begin(), main->params.end());
+  Expr n = make_var("n"), range = make_var("r");
+  std::vector<Expr> with_length = bounds;
+  with_length.push_back(n);
+  main->body = make_let(n, make_call("dynvm.RangeCount", bounds),
+                        make_let(range, make_call("Range", with_length), range));
+  module.functions = {main};
+  vm::VirtualMachine m(vm::Program::load(compile(module, CompileOptions{})));
+  auto scalar = [](float v) { return vm::Tensor::from_vector(std::vector<float>{v}, {}, vm::DType::kFloat32); };
+  std::vector<vm::Value> in{scalar(1.0f), scalar(2.0f), scalar(0.25f)};
+  vm::Tensor r = m.run(in).at(0).as_tensor();
+  ASSERT_EQ(r.shape(), (vm::Shape{4}));
+  for (int64_t i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(r.data_as<float>()[i], 1.0f + 0.25f * i);
+  std::vector<vm::Value> none{scalar(3.0f), scalar(1.0f), scalar(0.5f)};
+  EXPECT_EQ(m.run(none).at(0).as_tensor().numel(), 0);
+}
+
+TEST(RuntimeSymbols, ConstantOfShapeReadAtRunTime) {
+  vm::VirtualMachine m = machine_for(R"(fn @main(%s: i64[2]) {
+  %z = ConstantOfShape(%s)
+  return %z
+})");
+  std::vector<vm::Value> in{i64s({2, 3}, {2})};
+  vm::Tensor z = m.run(in).at(0).as_tensor();
+  ASSERT_EQ(z.shape(), (vm::Shape{2, 3}));
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(z.data_as<float>()[i], 0.0f);
+  std::vector<vm::Value> empty{i64s({0, 3}, {2})};
+  EXPECT_EQ(m.run(empty).at(0).as_tensor().shape(), (vm::Shape{0, 3}));
+  std::vector<vm::Value> negative{i64s({2, -3}, {2})};
+  EXPECT_USER_ERROR(m.run(negative), "%z = ConstantOfShape: output 0 would have the negative dim");
+}
+
+TEST(RuntimeSymbols, ExpandToARunTimeTargetChecksTheBroadcast) {
+  vm::VirtualMachine m = machine_for(R"(fn @main(%x: f32[3, 1], %s: i64[2]) {
+  %y = Expand(%x, %s)
+  return %y
+})");
+  std::vector<vm::Value> in{vm::Tensor::from_vector(std::vector<float>{1, 2, 3}, {3, 1},
+                                                    vm::DType::kFloat32),
+                            i64s({1, 4}, {2})};
+  vm::Tensor y = m.run(in).at(0).as_tensor();
+  ASSERT_EQ(y.shape(), (vm::Shape{3, 4}));
+  for (int64_t r = 0; r < 3; ++r) {
+    for (int64_t c = 0; c < 4; ++c) EXPECT_EQ(y.data_as<float>()[r * 4 + c], r + 1.0f);
+  }
+  std::vector<vm::Value> wrong{in[0], i64s({2, 4}, {2})};
+  EXPECT_USER_ERROR(m.run(wrong), "%y = Expand: target dim 0 (s[0]) is neither 1 nor the input's 3");
+}
+
+TEST(RuntimeSymbols, IfBranchesOfDifferentShapesJoinAtRunTime) {
+  vm::VirtualMachine m = machine_for(R"(fn @main(%x: f32[4], %c: bool[]) {
+  %r = if %c {
+    return %x
+  } else {
+    return Concat(%x, %x) {axis=0}
+  }
+  %y = Neg(%r)
+  return %y
+})");
+  for (bool c : {true, false}) {
+    vm::Tensor cond = vm::Tensor::empty({}, vm::DType::kBool);
+    cond.data_as<uint8_t>()[0] = c;
+    std::vector<vm::Value> in{iota(4), cond};
+    vm::Tensor y = m.run(in).at(0).as_tensor();
+    ASSERT_EQ(y.numel(), c ? 4 : 8);
+    for (int64_t i = 0; i < y.numel(); ++i) EXPECT_EQ(y.data_as<float>()[i], -(i % 4) + 0.0f);
+  }
+}
+
+}  // namespace
+}  // namespace dynvm::compiler
