@@ -212,7 +212,97 @@ Facts slice_op(OpContext& ctx) {
   return {tensor_facts(ctx.dtype(0), dims, value)};
 }
 
+// Axes read at run time, normalized into [0, rank) and checked to be there and distinct.
+std::vector<arith::Expr> run_time_axes(OpContext& ctx, const std::vector<Dim>& axes,
+                                       int64_t rank) {
+  std::vector<arith::Expr> out;
+  for (size_t k = 0; k < axes.size(); ++k) {
+    if (axes[k].is_any()) ctx.fail("axis ", k, " is not known");
+    arith::Expr a = axes[k].expr();
+    arith::Expr n = ctx.simplify(arith::select(arith::lt(a, 0), a + rank, a)).expr();
+    ctx.require(arith::logical_and(arith::ge(n, 0), arith::lt(n, rank)), "axis ", k, " (",
+                to_string(axes[k]), ") is out of range for rank ", rank);
+    for (const arith::Expr& m : out) {
+      ctx.require(arith::ne(m, n), "axis ", k, " (", to_string(axes[k]), ") appears twice");
+    }
+    out.push_back(n);
+  }
+  return out;
+}
+
+// 1 when `axis` is one of `axes` (a boolean expression).
+arith::Expr is_one_of(const std::vector<arith::Expr>& axes, int64_t axis) {
+  arith::Expr any = arith::make_bool(false);
+  for (const arith::Expr& a : axes) any = arith::logical_or(any, arith::eq(a, axis));
+  return any;
+}
+
+// dims[index] for an index known at run time (a select over the candidates).
+arith::Expr pick(const std::vector<Dim>& dims, const arith::Expr& index) {
+  arith::Expr out = dims.empty() ? arith::Expr(0) : dims.back().expr();
+  for (size_t k = dims.size(); k-- > 1;) {
+    out = arith::select(arith::eq(index, static_cast<int64_t>(k - 1)), dims[k - 1].expr(), out);
+  }
+  return out;
+}
+
+// Unsqueeze with axes read at run time: output dim j is 1 where j is an axis, else the
+// input dim j minus the number of axes before j.
+std::vector<Dim> unsqueeze_at_run_time(OpContext& ctx, const std::vector<Dim>& in,
+                                       const std::vector<Dim>& axes) {
+  const auto rank = static_cast<int64_t>(in.size() + axes.size());
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (in[d].is_any()) ctx.fail("dim ", d, " of the input is not known");
+  }
+  std::vector<arith::Expr> at = run_time_axes(ctx, axes, rank);
+  std::vector<Dim> out;
+  arith::Expr before = 0;
+  for (int64_t j = 0; j < rank; ++j) {
+    arith::Expr inserted = is_one_of(at, j);
+    out.push_back(ctx.simplify(arith::select(inserted, 1, pick(in, j - before))));
+    before = before + arith::select(inserted, 1, 0);
+  }
+  return out;
+}
+
+// Squeeze with axes read at run time: output dim j is the j-th input dim that is not an
+// axis; every axis must be a dim of 1.
+std::vector<Dim> squeeze_at_run_time(OpContext& ctx, const std::vector<Dim>& in,
+                                     const std::vector<Dim>& axes) {
+  const auto rank = static_cast<int64_t>(in.size());
+  if (axes.size() > in.size()) ctx.fail(axes.size(), " axes for rank ", rank);
+  std::vector<arith::Expr> at = run_time_axes(ctx, axes, rank);
+  std::vector<Dim> out(in.size() - axes.size(), Dim(0));
+  arith::Expr kept = 0;  // input dims kept before d
+  for (int64_t d = 0; d < rank; ++d) {
+    if (in[static_cast<size_t>(d)].is_any()) ctx.fail("dim ", d, " of the input is not known");
+    const arith::Expr& dim = in[static_cast<size_t>(d)].expr();
+    arith::Expr removed = is_one_of(at, d);
+    ctx.require(arith::logical_or(arith::make_not(removed), arith::eq(dim, 1)), "dim ", d, " (",
+                to_string(in[static_cast<size_t>(d)]), ") is squeezed but is not 1");
+    for (size_t j = 0; j < out.size(); ++j) {
+      out[j] = Dim(out[j].expr() + arith::select(arith::logical_and(arith::make_not(removed),
+                                                                    arith::eq(kept, static_cast<int64_t>(j))),
+                                                 dim, 0));
+    }
+    kept = kept + arith::select(removed, 0, 1);
+  }
+  for (Dim& d : out) d = ctx.simplify(d);
+  return out;
+}
+
+// An axes input whose elements are known, but not all as constants (read at run time).
+bool run_time_list(OpContext& ctx, size_t i) {
+  if (ctx.const_ints(i)) return false;
+  std::optional<std::vector<Dim>> v = ctx.values(i);
+  return v.has_value();
+}
+
 Facts unsqueeze_op(OpContext& ctx) {
+  if (run_time_list(ctx, 1)) {
+    return {tensor_facts(ctx.dtype(0), unsqueeze_at_run_time(ctx, ctx.dims(0), *ctx.values(1)),
+                         ctx.input(0).value)};
+  }
   std::vector<int64_t> axes = const_list(ctx, 1, "Unsqueeze axes");
   const size_t rank = ctx.rank(0) + axes.size();
   std::vector<bool> inserted(rank, false);
@@ -230,6 +320,10 @@ Facts unsqueeze_op(OpContext& ctx) {
 Facts squeeze_op(OpContext& ctx) {
   const std::vector<Dim>& dims = ctx.dims(0);
   std::vector<bool> removed(dims.size(), false);
+  if (ctx.has_input(1) && run_time_list(ctx, 1)) {
+    return {tensor_facts(ctx.dtype(0), squeeze_at_run_time(ctx, dims, *ctx.values(1)),
+                         ctx.input(0).value)};
+  }
   if (ctx.has_input(1)) {
     for (int64_t a : const_list(ctx, 1, "Squeeze axes")) {
       size_t k = ctx.axis(a, dims.size());

@@ -124,6 +124,38 @@ TEST(RuntimeSymbols, ExpandToARunTimeTargetChecksTheBroadcast) {
   EXPECT_USER_ERROR(m.run(wrong), "%y = Expand: target dim 0 (s[0]) is neither 1 nor the input's 3");
 }
 
+TEST(RuntimeSymbols, UnsqueezeAndSqueezeAtAxesReadAtRunTime) {
+  vm::VirtualMachine m = machine_for(R"(fn @main(%x: f32[2, 3], %a: i64[2]) {
+  %y = Unsqueeze(%x, %a)
+  %z = Relu(%y)
+  return %z
+})");
+  for (auto [axes, want] : std::vector<std::pair<std::vector<int64_t>, vm::Shape>>{
+           {{0, 1}, {1, 1, 2, 3}}, {{3, 1}, {2, 1, 3, 1}}, {{-1, 0}, {1, 2, 3, 1}},
+           {{1, 3}, {2, 1, 3, 1}}}) {
+    std::vector<vm::Value> in{vm::Tensor::empty({2, 3}, vm::DType::kFloat32), i64s(axes, {2})};
+    EXPECT_EQ(m.run(in).at(0).as_tensor().shape(), want) << axes[0] << "," << axes[1];
+  }
+  std::vector<vm::Value> twice{vm::Tensor::empty({2, 3}, vm::DType::kFloat32), i64s({1, 1}, {2})};
+  EXPECT_USER_ERROR(m.run(twice), "%y = Unsqueeze: axis 1 (a[1]) appears twice");
+  std::vector<vm::Value> out_of_range{vm::Tensor::empty({2, 3}, vm::DType::kFloat32),
+                                      i64s({0, 4}, {2})};
+  EXPECT_USER_ERROR(m.run(out_of_range), "%y = Unsqueeze: axis 1 (a[1]) is out of range for rank 4");
+
+  vm::VirtualMachine sq = machine_for(R"(fn @main(%x: f32[1, 3, 1], %a: i64[1]) {
+  %y = Squeeze(%x, %a)
+  %z = Relu(%y)
+  return %z
+})");
+  std::vector<vm::Value> first{vm::Tensor::empty({1, 3, 1}, vm::DType::kFloat32), i64s({0}, {1})};
+  EXPECT_EQ(sq.run(first).at(0).as_tensor().shape(), (vm::Shape{3, 1}));
+  std::vector<vm::Value> last{vm::Tensor::empty({1, 3, 1}, vm::DType::kFloat32), i64s({-1}, {1})};
+  EXPECT_EQ(sq.run(last).at(0).as_tensor().shape(), (vm::Shape{1, 3}));
+  std::vector<vm::Value> middle{vm::Tensor::empty({1, 3, 1}, vm::DType::kFloat32),
+                                i64s({1}, {1})};
+  EXPECT_USER_ERROR(sq.run(middle), "%y = Squeeze: dim 1 (3) is squeezed but is not 1");
+}
+
 TEST(RuntimeSymbols, IfBranchesOfDifferentShapesJoinAtRunTime) {
   vm::VirtualMachine m = machine_for(R"(fn @main(%x: f32[4], %c: bool[]) {
   %r = if %c {
