@@ -54,7 +54,34 @@ KernelBinding bind_split(const BindContext& ctx) {
   });
 }
 
+// Every element a constant.
+bool all_const(const std::optional<std::vector<Dim>>& value) {
+  return value && std::all_of(value->begin(), value->end(), [](const Dim& d) { return d.is_const(); });
+}
+
 KernelBinding bind_slice(const BindContext& ctx) {
+  bool known = true;
+  for (size_t i = 1; i < 5; ++i) {
+    if (ctx.has_input(i) && !ctx.input(i).constant.defined() && !all_const(ctx.input(i).value)) {
+      known = false;
+    }
+  }
+  if (!known) {
+    // Read by the kernel at run time; the output's dims come from the type (the same
+    // window expressions, computed on the host).
+    std::string key;
+    std::vector<arith::Expr> shape = output_shape(ctx, 0, &key);
+    const bool axes = ctx.has_input(3), steps = ctx.has_input(4);
+    std::vector<size_t> args{0, 1, 2};
+    if (axes) args.push_back(3);
+    if (steps) args.push_back(4);
+    return kernel_binding(ctx, "Slice", str_cat("run_time;axes=", axes, ";steps=", steps, key),
+                          args, [=](const auto& t) {
+                            return ops::slice_at_run_time(t[0], t[1], t[2], axes ? &t[3] : nullptr,
+                                                          steps ? &t[axes ? 4 : 3] : nullptr,
+                                                          shape);
+                          });
+  }
   std::vector<int64_t> starts = ctx.const_ints(1, "Slice's starts");
   std::vector<int64_t> ends = ctx.const_ints(2, "Slice's ends");
   std::vector<int64_t> axes, steps;
@@ -105,11 +132,6 @@ KernelBinding bind_pad(const BindContext& ctx) {
                       ";value=" + to_string(AttrValue(value));
   return kernel_binding(ctx, "Pad", parts, {0},
                         [=](const auto& t) { return ops::pad(t[0], pads, mode, value); });
-}
-
-// Every element a constant.
-bool all_const(const std::optional<std::vector<Dim>>& value) {
-  return value && std::all_of(value->begin(), value->end(), [](const Dim& d) { return d.is_const(); });
 }
 
 KernelBinding bind_tile(const BindContext& ctx) {

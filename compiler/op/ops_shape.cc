@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "compiler/op/families.h"
+#include "kernels/ops/transform.h"
 #include "vm/error.h"
 
 namespace dynvm::compiler {
@@ -168,7 +169,76 @@ Facts concat_op(OpContext& ctx) {
   return {tensor_facts(ctx.dtype(0), out, value)};
 }
 
+// Axes read at run time, normalized into [0, rank) and checked to be there and distinct.
+std::vector<arith::Expr> run_time_axes(OpContext& ctx, const std::vector<Dim>& axes,
+                                       int64_t rank) {
+  std::vector<arith::Expr> out;
+  for (size_t k = 0; k < axes.size(); ++k) {
+    if (axes[k].is_any()) ctx.fail("axis ", k, " is not known");
+    arith::Expr a = axes[k].expr();
+    arith::Expr n = ctx.simplify(arith::select(arith::lt(a, 0), a + rank, a)).expr();
+    ctx.require(arith::logical_and(arith::ge(n, 0), arith::lt(n, rank)), "axis ", k, " (",
+                to_string(axes[k]), ") is out of range for rank ", rank);
+    for (const arith::Expr& m : out) {
+      ctx.require(arith::ne(m, n), "axis ", k, " (", to_string(axes[k]), ") appears twice");
+    }
+    out.push_back(n);
+  }
+  return out;
+}
+
+// 1 when `axis` is one of `axes` (a boolean expression).
+arith::Expr is_one_of(const std::vector<arith::Expr>& axes, int64_t axis) {
+  arith::Expr any = arith::make_bool(false);
+  for (const arith::Expr& a : axes) any = arith::logical_or(any, arith::eq(a, axis));
+  return any;
+}
+
+// dims[index] for an index known at run time (a select over the candidates).
+arith::Expr pick(const std::vector<Dim>& dims, const arith::Expr& index) {
+  arith::Expr out = dims.empty() ? arith::Expr(0) : dims.back().expr();
+  for (size_t k = dims.size(); k-- > 1;) {
+    out = arith::select(arith::eq(index, static_cast<int64_t>(k - 1)), dims[k - 1].expr(), out);
+  }
+  return out;
+}
+
+// Slice with starts / ends / axes / steps read at run time: each output dim is the
+// kernel's window (ops::slice_axis) over the entries' values.
+Facts slice_at_run_time(OpContext& ctx) {
+  std::vector<Dim> dims = ctx.dims(0);
+  const auto rank = static_cast<int64_t>(dims.size());
+  std::vector<Dim> starts = value_dims(ctx, 1, "Slice's starts");
+  std::vector<Dim> ends = value_dims(ctx, 2, "Slice's ends");
+  const size_t n = starts.size();
+  std::vector<Dim> axes, steps(n, Dim(1));
+  for (size_t k = 0; k < n; ++k) axes.emplace_back(static_cast<int64_t>(k));
+  if (ctx.has_input(3)) axes = value_dims(ctx, 3, "Slice's axes");
+  if (ctx.has_input(4)) steps = value_dims(ctx, 4, "Slice's steps");
+  if (ends.size() != n || axes.size() != n || steps.size() != n) {
+    ctx.fail("starts, ends, axes and steps differ in length");
+  }
+  run_time_axes(ctx, axes, rank);
+  std::vector<ops::SliceEntry> entries;
+  for (size_t k = 0; k < n; ++k) {
+    for (const Dim* d : {&starts[k], &ends[k], &steps[k]}) {
+      if (d->is_any()) ctx.fail("entry ", k, " is not known");
+    }
+    ctx.require(arith::ne(steps[k].expr(), 0), "step ", k, " is 0");
+    entries.push_back({starts[k].expr(), ends[k].expr(), axes[k].expr(), steps[k].expr()});
+  }
+  for (int64_t a = 0; a < rank; ++a) {
+    Dim& d = dims[static_cast<size_t>(a)];
+    if (d.is_any()) ctx.fail("dim ", a, " of the input is not known");
+    d = ctx.simplify(ops::slice_axis(d.expr(), entries, a, rank).count);
+  }
+  return {tensor_facts(ctx.dtype(0), dims)};
+}
+
 Facts slice_op(OpContext& ctx) {
+  for (size_t i = 1; i < 5; ++i) {
+    if (ctx.has_input(i) && !ctx.const_ints(i) && ctx.values(i)) return slice_at_run_time(ctx);
+  }
   std::vector<Dim> dims = ctx.dims(0);
   std::vector<int64_t> starts = const_list(ctx, 1, "Slice starts");
   std::vector<int64_t> ends = const_list(ctx, 2, "Slice ends");
@@ -210,40 +280,6 @@ Facts slice_op(OpContext& ctx) {
     });
   }
   return {tensor_facts(ctx.dtype(0), dims, value)};
-}
-
-// Axes read at run time, normalized into [0, rank) and checked to be there and distinct.
-std::vector<arith::Expr> run_time_axes(OpContext& ctx, const std::vector<Dim>& axes,
-                                       int64_t rank) {
-  std::vector<arith::Expr> out;
-  for (size_t k = 0; k < axes.size(); ++k) {
-    if (axes[k].is_any()) ctx.fail("axis ", k, " is not known");
-    arith::Expr a = axes[k].expr();
-    arith::Expr n = ctx.simplify(arith::select(arith::lt(a, 0), a + rank, a)).expr();
-    ctx.require(arith::logical_and(arith::ge(n, 0), arith::lt(n, rank)), "axis ", k, " (",
-                to_string(axes[k]), ") is out of range for rank ", rank);
-    for (const arith::Expr& m : out) {
-      ctx.require(arith::ne(m, n), "axis ", k, " (", to_string(axes[k]), ") appears twice");
-    }
-    out.push_back(n);
-  }
-  return out;
-}
-
-// 1 when `axis` is one of `axes` (a boolean expression).
-arith::Expr is_one_of(const std::vector<arith::Expr>& axes, int64_t axis) {
-  arith::Expr any = arith::make_bool(false);
-  for (const arith::Expr& a : axes) any = arith::logical_or(any, arith::eq(a, axis));
-  return any;
-}
-
-// dims[index] for an index known at run time (a select over the candidates).
-arith::Expr pick(const std::vector<Dim>& dims, const arith::Expr& index) {
-  arith::Expr out = dims.empty() ? arith::Expr(0) : dims.back().expr();
-  for (size_t k = dims.size(); k-- > 1;) {
-    out = arith::select(arith::eq(index, static_cast<int64_t>(k - 1)), dims[k - 1].expr(), out);
-  }
-  return out;
 }
 
 // Unsqueeze with axes read at run time: output dim j is 1 where j is an axis, else the

@@ -270,6 +270,95 @@ OpInstance slice(const TensorType& x, const std::vector<int64_t>& starts,
   return injective_op("slice_" + dtype_suffix(x.dtype), {in}, out);
 }
 
+SliceWindow slice_window(const Expr& d, const Expr& start, const Expr& end, const Expr& step) {
+  const Expr t = clamp(step, -kHugeIndex, kHugeIndex);
+  auto from_end = [&](const Expr& v) {
+    Expr c = clamp(v, -kHugeIndex, kHugeIndex);
+    return arith::select(arith::lt(c, 0), c + d, c);
+  };
+  const Expr s = from_end(start), e = from_end(end);
+  const Expr forward_first = clamp(s, 0, d);
+  const Expr forward_count =
+      arith::max(arith::floordiv(clamp(e, 0, d) - forward_first + t - 1, t), 0);
+  const Expr backward_first = clamp(s, -1, d - 1);
+  const Expr backward_count =
+      arith::max(arith::floordiv(backward_first - clamp(e, -1, d - 1) - t - 1, 0 - t), 0);
+  const Expr forward = arith::gt(t, 0);
+  return {arith::select(forward, forward_first, backward_first),
+          arith::select(forward, forward_count, backward_count)};
+}
+
+SliceWindow slice_axis(const Expr& d, const std::vector<SliceEntry>& entries, int64_t axis,
+                       int64_t rank) {
+  Expr start = 0, end = kHugeIndex, step = 1;
+  for (const SliceEntry& k : entries) {
+    Expr named = arith::eq(arith::select(arith::lt(k.axis, 0), k.axis + rank, k.axis), axis);
+    start = arith::select(named, k.start, start);
+    end = arith::select(named, k.end, end);
+    step = arith::select(named, k.step, step);
+  }
+  return slice_window(d, start, end, step);
+}
+
+OpInstance slice_at_run_time(const TensorType& x, const TensorType& starts,
+                             const TensorType& ends, const TensorType* axes,
+                             const TensorType* steps, const std::vector<Expr>& shape) {
+  const size_t rank = x.shape.size();
+  if (shape.size() != rank) user_error("slice: an output of rank ", shape.size(), " for ", rank);
+  auto length = [](const TensorType& t, const char* what) -> int64_t {
+    if (t.shape.size() != 1 || !t.shape[0].is_int_imm() || !vm::is_integer(t.dtype)) {
+      user_error("slice: ", what, " must be an integer vector of a known length");
+    }
+    return t.shape[0].int_value();
+  };
+  const int64_t n = length(starts, "starts");
+  if (length(ends, "ends") != n || (axes != nullptr && length(*axes, "axes") != n) ||
+      (steps != nullptr && length(*steps, "steps") != n)) {
+    user_error("slice: starts, ends, axes and steps differ in length");
+  }
+  te::TensorRef in = te::placeholder("X", x.shape, x.dtype);
+  std::vector<te::TensorRef> inputs{in, te::placeholder("starts", starts.shape, starts.dtype),
+                                    te::placeholder("ends", ends.shape, ends.dtype)};
+  if (axes != nullptr) inputs.push_back(te::placeholder("axes", axes->shape, axes->dtype));
+  if (steps != nullptr) inputs.push_back(te::placeholder("steps", steps->shape, steps->dtype));
+  te::TensorRef out = te::compute("Y", shape, [&](const te::Indices& i) {
+    // Each entry's values, read into index variables around the element's read.
+    std::vector<std::pair<arith::Var, tir::Expr>> reads;
+    std::vector<SliceEntry> entries;
+    for (int64_t k = 0; k < n; ++k) {
+      auto value = [&](size_t input, const char* name) -> Expr {
+        arith::Var v(name + std::to_string(k));
+        reads.emplace_back(v, te::read(inputs[input], std::vector<Expr>{k}));
+        return v;
+      };
+      SliceEntry e;
+      e.start = value(1, "start");
+      e.end = value(2, "end");
+      e.axis = axes != nullptr ? value(3, "axis") : Expr(k);
+      e.step = steps != nullptr ? value(axes != nullptr ? 4 : 3, "step") : Expr(1);
+      entries.push_back(e);
+    }
+    std::vector<Expr> idx;
+    for (size_t a = 0; a < rank; ++a) {
+      SliceWindow w =
+          slice_axis(x.shape[a], entries, static_cast<int64_t>(a), static_cast<int64_t>(rank));
+      Expr step = Expr(1);
+      for (const SliceEntry& e : entries) {
+        Expr named = arith::eq(
+            arith::select(arith::lt(e.axis, 0), e.axis + static_cast<int64_t>(rank), e.axis),
+            static_cast<int64_t>(a));
+        step = arith::select(named, clamp(e.step, -kHugeIndex, kHugeIndex), step);
+      }
+      // Kept inside the input even for values the caller's checks let through.
+      idx.push_back(clamp(w.first + i[a] * step, 0, x.shape[a] - 1));
+    }
+    tir::Expr body = te::read(in, idx);
+    for (size_t k = reads.size(); k-- > 0;) body = tir::let_index(reads[k].first, reads[k].second, body);
+    return body;
+  });
+  return injective_op("slice_rt_" + dtype_suffix(x.dtype), inputs, out);
+}
+
 OpInstance pad(const TensorType& x, const std::vector<int64_t>& pads, PadMode mode, double value) {
   size_t rank = x.shape.size();
   if (pads.size() != 2 * rank) {

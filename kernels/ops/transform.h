@@ -40,6 +40,32 @@ OpInstance slice(const TensorType& x, const std::vector<int64_t>& starts,
                  const std::vector<int64_t>& ends, const std::vector<int64_t>& axes = {},
                  const std::vector<int64_t>& steps = {});
 
+// One axis of an ONNX Slice whose bounds may be known only at run time: for a dim `d` and
+// (defaulted) start, end and step (non-zero, of any sign), the input index of output index
+// 0 and the output's extent. The same expressions type the output (compiler/op) and index
+// the input (slice_at_run_time), so the two cannot disagree.
+struct SliceWindow {
+  arith::Expr first;
+  arith::Expr count;
+};
+SliceWindow slice_window(const arith::Expr& d, const arith::Expr& start, const arith::Expr& end,
+                         const arith::Expr& step);
+// The start, end and step of axis `axis` of a rank-`rank` input from n slice entries (axes
+// entry k names the axis of entry k; negative counts from the end): the entry's values, or
+// 0, "to the end" and 1 for an axis no entry names.
+struct SliceEntry {
+  arith::Expr start, end, axis, step;
+};
+SliceWindow slice_axis(const arith::Expr& d, const std::vector<SliceEntry>& entries, int64_t axis,
+                       int64_t rank);
+
+// ONNX Slice with starts and ends (and axes, steps: null for the defaults) that the kernel
+// reads at run time: integer vectors of one length. `shape` is the output's (its dims
+// bound from the output argument).
+OpInstance slice_at_run_time(const TensorType& x, const TensorType& starts,
+                             const TensorType& ends, const TensorType* axes,
+                             const TensorType* steps, const std::vector<arith::Expr>& shape);
+
 enum class PadMode : uint8_t {
   kConstant,  // `value` outside the input
   kReflect,   // mirrored without repeating the border: pads must be < the dim

@@ -3,6 +3,8 @@
 // target), and dims no compile-time rule can follow (an If whose branches differ in shape).
 // Each model is compiled once with no options and run at several values; expected values
 // are worked out by hand, and bad values fail with one error naming the node.
+#include <limits>
+
 #include <gtest/gtest.h>
 
 #include "compiler/ir/parser.h"
@@ -154,6 +156,31 @@ TEST(RuntimeSymbols, UnsqueezeAndSqueezeAtAxesReadAtRunTime) {
   std::vector<vm::Value> middle{vm::Tensor::empty({1, 3, 1}, vm::DType::kFloat32),
                                 i64s({1}, {1})};
   EXPECT_USER_ERROR(sq.run(middle), "%y = Squeeze: dim 1 (3) is squeezed but is not 1");
+}
+
+TEST(RuntimeSymbols, SliceWithBoundsAxesAndStepsReadAtRunTime) {
+  vm::VirtualMachine m = machine_for(R"(fn @main(%x: f32[10], %s: i64[1], %e: i64[1], %a: i64[1], %t: i64[1]) {
+  %y = Slice(%x, %s, %e, %a, %t)
+  return %y
+})");
+  auto run = [&](int64_t s, int64_t e, int64_t t) {
+    std::vector<vm::Value> in{iota(10), i64s({s}, {1}), i64s({e}, {1}), i64s({0}, {1}),
+                              i64s({t}, {1})};
+    vm::Tensor y = m.run(in).at(0).as_tensor();
+    return std::vector<float>(y.data_as<float>(), y.data_as<float>() + y.numel());
+  };
+  EXPECT_EQ(run(2, 8, 3), (std::vector<float>{2, 5}));
+  EXPECT_EQ(run(-3, 100, 1), (std::vector<float>{7, 8, 9}));         // from the end, clamped
+  EXPECT_EQ(run(8, 1, -3), (std::vector<float>{8, 5, 2}));           // backwards
+  EXPECT_EQ(run(100, -100, -4), (std::vector<float>{9, 5, 1}));      // clamped both ways
+  EXPECT_EQ(run(5, 5, 1), (std::vector<float>{}));                   // empty
+  EXPECT_EQ(run(-1, std::numeric_limits<int64_t>::min(), -1).size(), 10u);
+  std::vector<vm::Value> zero{iota(10), i64s({0}, {1}), i64s({5}, {1}), i64s({0}, {1}),
+                              i64s({0}, {1})};
+  EXPECT_USER_ERROR(m.run(zero), "%y = Slice: step 0 is 0");
+  std::vector<vm::Value> axis{iota(10), i64s({0}, {1}), i64s({5}, {1}), i64s({1}, {1}),
+                              i64s({1}, {1})};
+  EXPECT_USER_ERROR(m.run(axis), "%y = Slice: axis 0 (a[0]) is out of range for rank 1");
 }
 
 TEST(RuntimeSymbols, IfBranchesOfDifferentShapesJoinAtRunTime) {
