@@ -13,6 +13,10 @@ namespace dynvm::compiler {
 void register_elementwise_bindings();  // bind_elementwise.cc: math, logic, compare, Cast, Clip
 void register_shape_bindings();        // bind_shape.cc: views, aliases, host values, data movement
 void register_nn_bindings();           // bind_nn.cc: matmul, conv, pooling, norms, reductions
+void register_elementwise_extra_bindings();  // bind_elementwise_extra.cc: BitShift, IsInf, ...
+void register_normalization_bindings();      // bind_normalization.cc: Hardmax, LRN
+void register_quantize_bindings();           // bind_quantize.cc: (De)QuantizeLinear
+void register_indexing_bindings();  // bind_indexing.cc: GatherND, DepthToSpace, EyeLike, ...
 
 // The dtypes of a call's kernel arguments as text ("f32,i64"): part of every kernel key.
 std::string arg_dtypes(const BindContext& ctx, const std::vector<size_t>& args);

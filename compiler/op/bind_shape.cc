@@ -104,6 +104,22 @@ ops::PadMode pad_mode(const BindContext& ctx) {
 // Pad: pads (and the optional constant value and axes) are compile-time constants; pads
 // given for some axes are spread over the full rank.
 KernelBinding bind_pad(const BindContext& ctx) {
+  const bool value_known = !ctx.has_input(2) || ctx.input(2).constant.defined();
+  if ((!ctx.input(1).constant.defined() && !all_const(ctx.input(1).value)) || !value_known) {
+    // Read by the kernel at run time (over every axis); the output's dims come from the type.
+    if (ctx.has_input(3)) ctx.fail("Pad's axes with pads read at run time are not supported yet");
+    const ops::PadMode mode = pad_mode(ctx);
+    std::string key;
+    std::vector<arith::Expr> shape = output_shape(ctx, 0, &key);
+    const bool value = ctx.has_input(2);
+    std::vector<size_t> args{0, 1};
+    if (value) args.push_back(2);
+    return kernel_binding(ctx, "Pad", str_cat("run_time;mode=", static_cast<int>(mode), key), args,
+                          [=](const auto& t) {
+                            return ops::pad_at_run_time(t[0], t[1], value ? &t[2] : nullptr, mode,
+                                                        shape);
+                          });
+  }
   std::vector<int64_t> pads = ctx.const_ints(1, "Pad's pads");
   double value = 0;
   if (ctx.has_input(2)) {
@@ -163,7 +179,7 @@ KernelBinding bind_expand(const BindContext& ctx) {
       if (!d.is_any() && d.same_as(y->dims[k])) exprs[k] = d.expr();
     }
     return kernel_binding(ctx, "Expand", "to=" + to_string(y), {0},
-                          [exprs](const auto& t) { return ops::expand(t[0], exprs); });
+                          [exprs](const auto& t) { return ops::expand_to(t[0], exprs); });
   }
   if (!shape.value) {
     std::vector<int64_t> ints = ctx.const_ints(1, "Expand's shape");

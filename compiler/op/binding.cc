@@ -21,6 +21,10 @@ void ensure_registered() {
     register_elementwise_bindings();
     register_shape_bindings();
     register_nn_bindings();
+    register_elementwise_extra_bindings();
+    register_normalization_bindings();
+    register_quantize_bindings();
+    register_indexing_bindings();
     return true;
   }();
   (void)done;
@@ -141,7 +145,8 @@ KernelBinding view_binding(LoweringKind kind) {
 }
 
 std::vector<arith::Expr> output_shape(const BindContext& ctx, size_t k, std::string* key) {
-  const Type& t = ctx.outputs().at(k);
+  if (k >= ctx.outputs().size()) ctx.fail("has no output ", k);
+  const Type& t = ctx.outputs()[k];
   if (!t.is_tensor()) ctx.fail("output ", k, " is ", to_string(t), ", not a tensor");
   std::vector<arith::Expr> shape;
   *key += "[";

@@ -86,7 +86,7 @@ void variadic(const std::string& name) {
 
 }  // namespace
 
-std::vector<Dim> broadcast_dims(const OpContext& ctx, const std::vector<Dim>& a,
+std::vector<Dim> broadcast_dims(OpContext& ctx, const std::vector<Dim>& a,
                                 const std::vector<Dim>& b) {
   const size_t rank = std::max(a.size(), b.size());
   std::vector<Dim> out(rank, Dim(1));
@@ -99,8 +99,17 @@ std::vector<Dim> broadcast_dims(const OpContext& ctx, const std::vector<Dim>& a,
       out[k] = *x;
     } else if (x->is_const() && y->is_const()) {
       ctx.fail("cannot broadcast dims ", x->value(), " and ", y->value());
-    } else {
+    } else if (x->is_any() || y->is_any()) {
       out[k] = x->is_any() ? *y : *x;
+    } else {
+      // Decided at run time (as the kernels do, ops::broadcast_shape): equal, or one is 1.
+      const arith::Expr& a = x->expr();
+      const arith::Expr& b = y->expr();
+      ctx.require(arith::logical_or(arith::logical_or(arith::eq(a, b), arith::eq(a, 1)),
+                                    arith::eq(b, 1)),
+                  "cannot broadcast dims ", to_string(*x), " and ", to_string(*y),
+                  " (neither equal nor 1)");
+      out[k] = ctx.simplify(arith::select(arith::eq(a, 1), b, a));
     }
   }
   return out;

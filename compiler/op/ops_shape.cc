@@ -485,25 +485,8 @@ Facts constant_of_shape_op(OpContext& ctx) {
 
 Facts expand_op(OpContext& ctx) {
   std::vector<Dim> target = value_dims(ctx, 1, "Expand's shape");
-  const std::vector<Dim>& in = ctx.dims(0);
-  std::vector<Dim> out = broadcast_dims(ctx, in, target);
-  // A target entry read at run time keeps an input dim that is not 1 only if it is 1 or
-  // that dim (an input dim that is 1 at run time is not broadcast to it: checked too).
-  const size_t rank = out.size();
-  for (size_t k = 0; k < target.size(); ++k) {
-    const size_t at = rank - target.size() + k;  // the output axis
-    if (at < rank - in.size()) continue;         // no input dim there
-    const Dim& x = in[at - (rank - in.size())];
-    const Dim& y = target[k];
-    if (y.is_const() || y.is_any() || x.is_any() || (x.is_const() && x.value() == 1) ||
-        x.same_as(y)) {
-      continue;
-    }
-    ctx.require(arith::logical_or(arith::eq(y.expr(), 1), arith::eq(y.expr(), x.expr())),
-                "target dim ", k, " (", to_string(y), ") is neither 1 nor the input's ",
-                to_string(x));
-  }
-  return {tensor_facts(ctx.dtype(0), out)};
+  // A target entry read at run time broadcasts like any dim (checked at run time).
+  return {tensor_facts(ctx.dtype(0), broadcast_dims(ctx, ctx.dims(0), target))};
 }
 
 // Range's length for integer bounds known as dims: ceil((limit - start) / delta), at
@@ -631,8 +614,25 @@ Facts pad_op(OpContext& ctx) {
   }
   if (pads.size() != 2 * axes.size())
     ctx.fail("pads has ", pads.size(), " entries, expected ", 2 * axes.size());
+  const std::string mode = ctx.attr_string("mode", "constant");
   for (size_t k = 0; k < axes.size(); ++k) {
-    dims[axes[k]] = ctx.add(ctx.add(dims[axes[k]], pads[k]), pads[k + axes.size()]);
+    const Dim& d = dims[axes[k]];
+    const Dim& begin = pads[k];
+    const Dim& end = pads[k + axes.size()];
+    if (!d.is_any() && !begin.is_any() && !end.is_any() &&
+        (maybe_negative(ctx, begin) || maybe_negative(ctx, end))) {
+      // Pads read at run time: what the kernel cannot pad is refused before it runs.
+      const arith::Expr pads_out = arith::logical_and(arith::le(begin.expr(), 0),
+                                                      arith::le(end.expr(), 0));
+      ctx.require(arith::logical_or(arith::gt(d.expr(), 0), pads_out), "cannot pad dim ",
+                  axes[k], " when it is empty");
+      if (mode == "reflect") {
+        ctx.require(arith::logical_and(arith::lt(begin.expr(), d.expr()),
+                                       arith::lt(end.expr(), d.expr())),
+                    "reflect pads must be smaller than dim ", axes[k]);
+      }
+    }
+    dims[axes[k]] = ctx.add(ctx.add(d, begin), end);
   }
   return {tensor_facts(ctx.dtype(0), dims)};
 }

@@ -21,6 +21,10 @@ void ensure_registered() {
     register_elementwise_ops();
     register_shape_ops();
     register_nn_ops();
+    register_elementwise_extra_ops();
+    register_normalization_ops();
+    register_quantize_ops();
+    register_indexing_ops();
     return true;
   }();
   (void)done;

@@ -21,18 +21,21 @@ const std::set<std::string>& supported_ops() {
       "Less", "LessOrEqual", "Log", "Max", "Min", "Mod", "Mul", "Neg", "Not", "Or", "Pow", "PRelu",
       "Reciprocal", "Relu", "Round", "Selu", "Sigmoid", "Sign", "Sin", "Softplus", "Sqrt", "Sub",
       "Sum", "Tanh", "Where", "Xor", "Cast", "Tan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
-      "Softsign", "ThresholdedRelu", "Trilu", "Mean",
+      "Softsign", "ThresholdedRelu", "Trilu", "Mean", "BitShift", "IsInf", "IsNaN", "Shrink",
       // reductions and normalizations
       "ArgMax", "ArgMin", "ReduceL1", "ReduceL2", "ReduceLogSumExp", "ReduceMax", "ReduceMean",
       "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare", "ReduceLogSum", "Softmax",
-      "LogSoftmax", "LayerNormalization", "BatchNormalization",
+      "LogSoftmax", "LayerNormalization", "BatchNormalization", "Hardmax", "LRN",
+      // quantization
+      "QuantizeLinear", "DequantizeLinear",
       // linear algebra, convolution, pooling
       "MatMul", "Gemm", "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool",
       "GlobalMaxPool",
       // data movement and shapes
       "Concat", "Constant", "ConstantOfShape", "CumSum", "Expand", "Flatten", "Gather",
       "GatherElements", "Identity", "Dropout", "Pad", "Range", "Reshape", "Resize", "Shape", "Size",
-      "Slice", "Split", "Squeeze", "Tile", "Transpose", "Unsqueeze",
+      "Slice", "Split", "Squeeze", "Tile", "Transpose", "Unsqueeze", "GatherND", "ReverseSequence",
+      "DepthToSpace", "SpaceToDepth", "EyeLike",
       // control flow and recurrences
       "If", "Loop", "Scan", "LSTM", "GRU", "RNN"};
   return ops;
@@ -119,7 +122,7 @@ void normalize(NodeForm& node, int64_t opset, const std::string& where) {
     node.attrs.erase("max");
     node.inputs.push_back(f32_scalar(lo));
     node.inputs.push_back(f32_scalar(hi));
-  } else if ((op == "Softmax" || op == "LogSoftmax") && opset < 13) {
+  } else if ((op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") && opset < 13) {
     node.attrs["coerce_to_2d"] = int64_t{1};
     if (!node.attrs.count("axis")) node.attrs["axis"] = int64_t{1};  // the old default
   } else if (op == "Resize" && opset < 11) {

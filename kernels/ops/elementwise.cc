@@ -45,7 +45,7 @@ OpInstance elementwise_map_with(std::string name, const std::vector<TensorType>&
   te::TensorRef out = te::compute("Y", shape, [&](const te::Indices& i) {
     std::vector<Expr> values;
     for (const te::TensorRef& in : inputs) {
-      values.push_back(te::read(in, broadcast_indices(in->shape(), i)));
+      values.push_back(te::read(in, broadcast_indices(in->shape(), i, shape)));
     }
     Expr y = math(values);
     return epilogue != nullptr ? epilogue->apply(y, i) : y;
@@ -292,7 +292,7 @@ std::vector<arith::Expr> broadcast_shape(const std::vector<std::vector<arith::Ex
         if (o.is_int_imm() && d.is_int_imm()) {
           user_error("cannot broadcast dims ", o.int_value(), " and ", d.int_value());
         }
-        user_error("cannot broadcast symbolic dims that are neither equal nor 1");
+        o = arith::select(arith::eq(o, 1), d, o);  // decided at run time
       }
     }
   }
@@ -300,12 +300,21 @@ std::vector<arith::Expr> broadcast_shape(const std::vector<std::vector<arith::Ex
 }
 
 std::vector<arith::Expr> broadcast_indices(const std::vector<arith::Expr>& shape,
-                                           const te::Indices& out) {
+                                           const te::Indices& out,
+                                           const std::vector<arith::Expr>& out_shape) {
   std::vector<arith::Expr> idx;
   size_t offset = out.size() - shape.size();
   for (size_t k = 0; k < shape.size(); ++k) {
-    bool one = shape[k].is_int_imm() && shape[k].int_value() == 1;
-    idx.push_back(one ? arith::make_int(0) : arith::Expr(out[offset + k]));
+    const arith::Expr& d = shape[k];
+    arith::Expr i = out[offset + k];
+    if (d.is_int_imm() && d.int_value() == 1) {
+      idx.push_back(arith::make_int(0));
+    } else if (!d.is_int_imm() && !out_shape.empty() &&
+               !arith::structural_equal(d, out_shape[offset + k])) {
+      idx.push_back(arith::select(arith::eq(d, 1), 0, i));
+    } else {
+      idx.push_back(i);
+    }
   }
   return idx;
 }
@@ -345,6 +354,57 @@ OpInstance where(const TensorType& cond, const TensorType& a, const TensorType& 
   if (a.dtype != b.dtype) user_error("where: the two branches' dtypes differ");
   return elementwise_map("where_" + dtype_suffix(a.dtype), {cond, a, b},
                          [](const std::vector<Expr>& v) { return tir::select(v[0], v[1], v[2]); });
+}
+
+OpInstance bit_shift(const TensorType& a, const TensorType& b, bool left) {
+  if (a.dtype != b.dtype) user_error("bit_shift: operand dtypes differ");
+  if (!tir::DataType{a.dtype, 1}.is_unsigned_int() || a.dtype == vm::DType::kBool) {
+    user_error("bit_shift needs unsigned integer operands, got ", dtype_suffix(a.dtype));
+  }
+  return elementwise_map(std::string(left ? "shift_left_" : "shift_right_") + dtype_suffix(a.dtype),
+                         {a, b}, [left](const std::vector<Expr>& v) {
+                           // 2^b, 0 once b reaches the bit width (the product wraps).
+                           Expr power = tir::binary(tir::BinaryOp::kPow, c(v[0], 2), v[1]);
+                           if (left) return v[0] * power;
+                           Expr zero = c(v[0], 0);
+                           return tir::select(cmp(tir::CompareOp::kEq, power, zero), zero,
+                                              v[0] / tir::max(power, c(v[0], 1)));
+                         });
+}
+
+OpInstance is_inf(const TensorType& x, bool detect_negative, bool detect_positive) {
+  require_float("is_inf", x);
+  std::string name = "is_inf_";
+  name += detect_negative ? "n" : "";
+  name += detect_positive ? "p" : "";
+  return elementwise_map(name + "_" + dtype_suffix(x.dtype), {x},
+                         [detect_negative, detect_positive](const std::vector<Expr>& v) {
+                           Expr inf = fn(Intrinsic::kIsInf, v[0]);
+                           if (detect_negative && detect_positive) return inf;
+                           if (!detect_negative && !detect_positive) {
+                             return tir::make_const(tir::boolean(v[0].type().lanes), 0);
+                           }
+                           tir::CompareOp side =
+                               detect_negative ? tir::CompareOp::kLt : tir::CompareOp::kGt;
+                           return tir::logical_and(inf, cmp(side, v[0], c(v[0], 0)));
+                         });
+}
+
+OpInstance is_nan(const TensorType& x) {
+  require_float("is_nan", x);
+  return elementwise_map("is_nan_" + dtype_suffix(x.dtype), {x},
+                         [](const std::vector<Expr>& v) { return fn(Intrinsic::kIsNan, v[0]); });
+}
+
+OpInstance shrink(const TensorType& x, double lambd, double bias) {
+  if (x.dtype == vm::DType::kBool) user_error("shrink does not take bool");
+  return elementwise_map(
+      "shrink_" + dtype_suffix(x.dtype), {x}, [lambd, bias](const std::vector<Expr>& v) {
+        const Expr& y = v[0];
+        return tir::select(
+            cmp(tir::CompareOp::kLt, y, c(y, -lambd)), y + c(y, bias),
+            tir::select(cmp(tir::CompareOp::kGt, y, c(y, lambd)), y - c(y, bias), c(y, 0)));
+      });
 }
 
 }  // namespace dynvm::ops

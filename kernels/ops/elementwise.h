@@ -1,8 +1,9 @@
 // Elementwise operators: unary math and activations, binary arithmetic / comparison /
-// logic with numpy (ONNX multidirectional) broadcasting, where(), cast. Every builder
-// returns an OpInstance scheduled with the injective template (schedules.h): knobs
-// `vector_width` and `parallel`. Dtype rules follow ONNX: binary operands share a dtype
-// (pow's exponent may differ and is cast), comparisons give bool, logic takes bool.
+// logic with numpy (ONNX multidirectional) broadcasting, where(), cast, and ONNX BitShift,
+// IsInf, IsNaN and Shrink. Every builder returns an OpInstance scheduled with the injective
+// template (schedules.h): knobs `vector_width` and `parallel`. Dtype rules follow ONNX:
+// binary operands share a dtype (pow's exponent may differ and is cast), comparisons give
+// bool, logic takes bool.
 #pragma once
 
 #include <limits>
@@ -113,11 +114,28 @@ OpInstance where(const TensorType& cond, const TensorType& a, const TensorType& 
 OpInstance elementwise_map(std::string name, std::vector<TensorType> ins,
                            const std::function<tir::Expr(const std::vector<tir::Expr>&)>& math);
 
-// The broadcast shape of `shapes` (numpy rules). Symbolic dims must be structurally equal
-// or meet a constant 1; UserError otherwise.
+// The broadcast shape of `shapes` (numpy rules). Two different symbolic dims broadcast to
+// `select(a == 1, b, a)`: which one is 1 (or that they are equal) is decided at run time,
+// the compiler having checked before the kernel runs that one of those holds. UserError
+// for two different constants.
 std::vector<arith::Expr> broadcast_shape(const std::vector<std::vector<arith::Expr>>& shapes);
-// The indices into a tensor of `shape` for output indices `out` of the broadcast shape.
+// The indices into a tensor of `shape` for output indices `out` of the broadcast shape
+// `out_shape`: a dim of constant 1 reads index 0, a symbolic dim other than the output's
+// (one that may be 1 at run time) reads `d == 1 ? 0 : i`. Without `out_shape`, every
+// symbolic dim is taken to be the output's.
 std::vector<arith::Expr> broadcast_indices(const std::vector<arith::Expr>& shape,
-                                           const te::Indices& out);
+                                           const te::Indices& out,
+                                           const std::vector<arith::Expr>& out_shape = {});
+
+// ONNX BitShift on unsigned integers (u8/u16/u32/u64), a and b broadcast: a << b (left)
+// or a >> b. TIR has no shift: a << b is a * 2^b and a >> b is a / 2^b with the power
+// wrapping modulo 2^bits, so a shift by the bit width or more gives 0 (numpy's result).
+OpInstance bit_shift(const TensorType& a, const TensorType& b, bool left);
+// ONNX IsInf (which infinities count: detect_negative / detect_positive) and IsNaN: bool
+// of x's shape; float inputs.
+OpInstance is_inf(const TensorType& x, bool detect_negative = true, bool detect_positive = true);
+OpInstance is_nan(const TensorType& x);
+// ONNX Shrink: x < -lambd ? x + bias : (x > lambd ? x - bias : 0), any numeric dtype.
+OpInstance shrink(const TensorType& x, double lambd, double bias);
 
 }  // namespace dynvm::ops

@@ -1,6 +1,8 @@
-// Gather and GatherElements (see gather.h): the index is a let-bound value of the indices
-// tensor, wrapped and clamped in the index world before it addresses data.
+// Gather, GatherElements, GatherND and ReverseSequence (see gather.h): the index is a let-bound
+// value of the indices tensor, wrapped and clamped in the index world before it addresses data.
 #include "kernels/ops/gather.h"
+
+#include <algorithm>
 
 #include "kernels/ops/schedules.h"
 #include "vm/error.h"
@@ -83,6 +85,84 @@ OpInstance gather_elements(const TensorType& data, const TensorType& indices, in
   return injective_op(
       "gather_elements_" + dtype_suffix(data.dtype) + "_" + dtype_suffix(indices.dtype), {x, idx},
       out);
+}
+
+OpInstance gather_nd(const TensorType& data, const TensorType& indices, int64_t batch_dims) {
+  const size_t r = data.shape.size(), q = indices.shape.size();
+  if (r < 1 || q < 1) user_error("gather_nd: data and indices must have rank >= 1");
+  if (indices.dtype != vm::DType::kInt32 && indices.dtype != vm::DType::kInt64) {
+    user_error("gather_nd: indices must be int32 or int64, got ", dtype_suffix(indices.dtype));
+  }
+  if (batch_dims < 0 || static_cast<size_t>(batch_dims) >= std::min(r, q)) {
+    user_error("gather_nd: batch_dims ", batch_dims, " must be below both ranks");
+  }
+  const auto b = static_cast<size_t>(batch_dims);
+  const arith::Expr& last = indices.shape[q - 1];
+  if (!last.is_int_imm()) user_error("gather_nd: the last dim of indices must be a constant");
+  const auto k = static_cast<size_t>(last.int_value());
+  if (k < 1 || b + k > r) {
+    user_error("gather_nd: indices address ", k, " dims after ", b, " batch dims of data of rank ",
+               r);
+  }
+  for (size_t d = 0; d < b; ++d) {
+    if (!arith::structural_equal(data.shape[d], indices.shape[d])) {
+      user_error("gather_nd: batch dim ", d, " of data and indices differ");
+    }
+  }
+  for (size_t d = b; d < b + k; ++d) {
+    if (data.shape[d].is_int_imm() && data.shape[d].int_value() == 0) {
+      user_error("gather_nd: data's dim ", d, " is empty, so no index is valid");
+    }
+  }
+  std::vector<arith::Expr> shape(indices.shape.begin(), indices.shape.end() - 1);
+  shape.insert(shape.end(), data.shape.begin() + static_cast<int64_t>(b + k), data.shape.end());
+  te::TensorRef x = te::placeholder("data", data.shape, data.dtype);
+  te::TensorRef idx = te::placeholder("indices", indices.shape, indices.dtype);
+  te::TensorRef out = te::compute("Y", shape, [&](const te::Indices& i) {
+    std::vector<arith::Expr> at_indices(i.begin(), i.begin() + static_cast<int64_t>(q - 1));
+    std::vector<arith::Expr> at_data(i.begin(), i.begin() + static_cast<int64_t>(b));
+    std::vector<arith::Var> raws;
+    for (size_t j = 0; j < k; ++j) {
+      raws.emplace_back("idx" + std::to_string(j));
+      at_data.push_back(wrap_and_clamp(raws.back(), data.shape[b + j]));
+    }
+    at_data.insert(at_data.end(), i.begin() + static_cast<int64_t>(q - 1), i.end());
+    tir::Expr value = te::read(x, at_data);
+    for (size_t j = k; j-- > 0;) {
+      std::vector<arith::Expr> at = at_indices;
+      at.push_back(arith::make_int(static_cast<int64_t>(j)));
+      value = tir::let_index(raws[j], te::read(idx, at), value);
+    }
+    return value;
+  });
+  return injective_op("gather_nd_" + dtype_suffix(data.dtype) + "_" + dtype_suffix(indices.dtype),
+                      {x, idx}, out);
+}
+
+OpInstance reverse_sequence(const TensorType& x, const TensorType& sequence_lens, int64_t time_axis,
+                            int64_t batch_axis) {
+  if (x.shape.size() < 2) user_error("reverse_sequence: the input must have rank >= 2");
+  const size_t t = normalize_axis("reverse_sequence", time_axis, x.shape.size());
+  const size_t b = normalize_axis("reverse_sequence", batch_axis, x.shape.size());
+  if (t == b) user_error("reverse_sequence: time_axis and batch_axis must differ");
+  if (sequence_lens.dtype != vm::DType::kInt32 && sequence_lens.dtype != vm::DType::kInt64) {
+    user_error("reverse_sequence: sequence_lens must be int32 or int64");
+  }
+  if (sequence_lens.shape.size() != 1) user_error("reverse_sequence: sequence_lens must be 1-D");
+  te::TensorRef in = te::placeholder("X", x.shape, x.dtype);
+  te::TensorRef lens = te::placeholder("L", sequence_lens.shape, sequence_lens.dtype);
+  const arith::Expr& steps = x.shape[t];
+  te::TensorRef out = te::compute("Y", x.shape, [&](const te::Indices& i) {
+    arith::Var len("len");
+    arith::Expr n = arith::max(arith::min(arith::Expr(len), steps), arith::Expr(0));
+    arith::Expr time = i[t];
+    std::vector<arith::Expr> at(i.begin(), i.end());
+    at[t] = arith::select(arith::lt(time, n), n - arith::Expr(1) - time, time);
+    return tir::let_index(len, te::read(lens, {arith::Expr(i[b])}), te::read(in, at));
+  });
+  return injective_op(
+      "reverse_sequence_" + dtype_suffix(x.dtype) + "_" + dtype_suffix(sequence_lens.dtype),
+      {in, lens}, out);
 }
 
 }  // namespace dynvm::ops

@@ -35,8 +35,8 @@ OpInstance matmul_nd(const TensorType& a, const TensorType& b) {
   te::TensorRef C = te::compute("C", out, [&](const te::Indices& i) {
     te::IterVar r = te::reduce_axis(k, "k");
     te::Indices batch_i(i.begin(), i.begin() + static_cast<int64_t>(nb));
-    std::vector<arith::Expr> ia = broadcast_indices(batch_a, batch_i);
-    std::vector<arith::Expr> ib = broadcast_indices(batch_b, batch_i);
+    std::vector<arith::Expr> ia = broadcast_indices(batch_a, batch_i, batch);
+    std::vector<arith::Expr> ib = broadcast_indices(batch_b, batch_i, batch);
     size_t next = nb;
     if (!a_vec) ia.push_back(i[next++]);
     ia.push_back(r.var);

@@ -362,4 +362,65 @@ OpInstance layer_norm(const TensorType& x, const TensorType& scale,
   return op;
 }
 
+OpInstance hardmax(const TensorType& x, int64_t axis) {
+  if (!vm::is_floating(x.dtype)) user_error("hardmax needs a floating-point input");
+  const std::vector<size_t> axes = normalize_axes({axis}, x.shape.size());
+  const size_t a = axes[0];
+  RowGeometry g = row_geometry(x, axes);
+  te::TensorRef in = te::placeholder("X", x.shape, x.dtype);
+  te::TensorRef first = te::compute("A", g.kept_shape, [&](const te::Indices& i) {
+    std::vector<te::IterVar> r = g.axes(x);
+    return te::argmax(te::read(in, g.input_indices(i, r)), r);
+  });
+  te::TensorRef out = te::compute("Y", x.shape, [&](const te::Indices& i) {
+    Expr hit = tir::compare(tir::CompareOp::kEq, tir::index_value(i[a]),
+                            te::read(first, g.kept_indices(i)));
+    tir::DataType t{x.dtype, 1};
+    return tir::select(hit, tir::make_const(t, 1), tir::make_const(t, 0));
+  });
+  OpInstance op;
+  op.name = "hardmax_" + dtype_suffix(x.dtype);
+  op.inputs = {in};
+  op.outputs = {out};
+  op.knobs = norm_knobs(x.shape);
+  op.schedule = norm_schedule(op.knobs, out, {first});
+  return op;
+}
+
+OpInstance lrn(const TensorType& x, int64_t size, double alpha, double beta, double bias) {
+  if (!vm::is_floating(x.dtype)) user_error("lrn needs a floating-point input");
+  if (x.shape.size() < 3) user_error("lrn needs an input of rank >= 3 (N x C x ...)");
+  if (size < 1) user_error("lrn: size must be positive, got ", size);
+  const arith::Expr channels = x.shape[1];
+  const int64_t before = (size - 1) / 2;
+  te::TensorRef in = te::placeholder("X", x.shape, x.dtype);
+  // The sum of squares over the channel window; reads outside [0, C) are clamped into it
+  // and selected away (select is eager).
+  te::TensorRef sq = te::compute("S", x.shape, [&](const te::Indices& i) {
+    te::IterVar r = te::reduce_axis(arith::make_int(size), "rc");
+    arith::Expr ch = arith::Expr(i[1]) + arith::Expr(r.var) - arith::make_int(before);
+    arith::Expr inside = arith::logical_and(arith::ge(ch, 0), arith::lt(ch, channels));
+    std::vector<arith::Expr> idx(i.begin(), i.end());
+    idx[1] = arith::max(arith::min(ch, channels - arith::Expr(1)), arith::Expr(0));
+    Expr v = te::read(in, idx);
+    Expr zero = tir::make_const(v.type(), 0);
+    return te::sum(tir::select(tir::index_value(inside, tir::boolean()), v * v, zero), {r});
+  });
+  te::TensorRef out = te::compute("Y", x.shape, [&](const te::Indices& i) {
+    std::vector<arith::Expr> idx(i.begin(), i.end());
+    Expr v = te::read(in, idx);
+    tir::DataType t = v.type();
+    Expr base = tir::make_const(t, bias) +
+                tir::make_const(t, alpha / static_cast<double>(size)) * te::read(sq, idx);
+    return v / tir::binary(tir::BinaryOp::kPow, base, tir::make_const(t, beta));
+  });
+  OpInstance op;
+  op.name = "lrn_" + dtype_suffix(x.dtype);
+  op.inputs = {in};
+  op.outputs = {out};
+  op.knobs = norm_knobs(x.shape);
+  op.schedule = norm_schedule(op.knobs, out, {sq});
+  return op;
+}
+
 }  // namespace dynvm::ops

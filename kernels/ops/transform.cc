@@ -415,6 +415,52 @@ OpInstance pad(const TensorType& x, const std::vector<int64_t>& pads, PadMode mo
       out);
 }
 
+OpInstance pad_at_run_time(const TensorType& x, const TensorType& pads, const TensorType* value,
+                           PadMode mode, const std::vector<Expr>& shape) {
+  const size_t rank = x.shape.size();
+  if (shape.size() != rank) user_error("pad: an output of rank ", shape.size(), " for ", rank);
+  if (pads.shape.size() != 1 || !is_const(pads.shape[0], static_cast<int64_t>(2 * rank)) ||
+      !vm::is_integer(pads.dtype)) {
+    user_error("pad: pads must be an integer vector of ", 2 * rank, " elements");
+  }
+  if (value != nullptr && value->dtype != x.dtype) user_error("pad: the value's dtype is not x's");
+  te::TensorRef in = te::placeholder("X", x.shape, x.dtype);
+  std::vector<te::TensorRef> inputs{in, te::placeholder("pads", pads.shape, pads.dtype)};
+  if (value != nullptr) inputs.push_back(te::placeholder("value", value->shape, value->dtype));
+  te::TensorRef out = te::compute("Y", shape, [&](const te::Indices& i) {
+    std::vector<arith::Var> begins;
+    std::vector<Expr> idx;
+    Expr inside = arith::make_bool(true);
+    for (size_t k = 0; k < rank; ++k) {
+      begins.emplace_back("begin" + std::to_string(k));
+      const Expr& d = x.shape[k];
+      Expr src = i[k] - begins.back();
+      if (mode == PadMode::kReflect) {
+        src = arith::max(src, 0 - src);
+        src = arith::min(src, (d - 1) + (d - 1) - src);
+      }
+      inside = arith::logical_and(inside, arith::logical_and(arith::ge(src, 0), arith::lt(src, d)));
+      idx.push_back(clamp(src, 0, d - 1));
+    }
+    tir::Expr v = te::read(in, idx);
+    if (mode == PadMode::kConstant) {
+      tir::Expr fill = value != nullptr
+                           ? te::read(inputs[2], std::vector<Expr>(value->shape.size(), 0))
+                           : tir::make_const(tir::DataType{x.dtype, 1}, 0);
+      v = tir::select(tir::index_value(inside, tir::boolean()), v, fill);
+    }
+    for (size_t k = rank; k-- > 0;) {
+      v = tir::let_index(begins[k], te::read(inputs[1], std::vector<Expr>{static_cast<int64_t>(k)}),
+                         v);
+    }
+    return v;
+  });
+  static const char* kModeNames[] = {"constant", "reflect", "edge"};
+  return injective_op(
+      std::string("pad_rt_") + kModeNames[static_cast<int>(mode)] + "_" + dtype_suffix(x.dtype),
+      inputs, out);
+}
+
 OpInstance tile(const TensorType& x, const std::vector<int64_t>& repeats) {
   size_t rank = x.shape.size();
   if (repeats.size() != rank) {
@@ -522,6 +568,15 @@ OpInstance trilu(const TensorType& x, bool upper, int64_t k, const TensorType* k
   return injective_op(std::string(upper ? "triu_" : "tril_") + dtype_suffix(x.dtype), inputs, out);
 }
 
+OpInstance expand_to(const TensorType& x, const std::vector<Expr>& out_shape) {
+  if (out_shape.size() < x.shape.size()) user_error("expand: the output has a lower rank");
+  te::TensorRef in = te::placeholder("X", x.shape, x.dtype);
+  te::TensorRef out = te::compute("Y", out_shape, [&](const te::Indices& i) {
+    return te::read(in, broadcast_indices(x.shape, i, out_shape));
+  });
+  return injective_op("expand_" + dtype_suffix(x.dtype), {in}, out);
+}
+
 OpInstance expand(const TensorType& x, const std::vector<Expr>& shape) {
   for (const Expr& d : shape) {
     if (d.is_int_imm() && d.int_value() < 0) user_error("expand: dim ", d.int_value(), " < 0");
@@ -529,7 +584,7 @@ OpInstance expand(const TensorType& x, const std::vector<Expr>& shape) {
   std::vector<Expr> out_shape = broadcast_shape({x.shape, shape});
   te::TensorRef in = te::placeholder("X", x.shape, x.dtype);
   te::TensorRef out = te::compute("Y", out_shape, [&](const te::Indices& i) {
-    return te::read(in, broadcast_indices(x.shape, i));
+    return te::read(in, broadcast_indices(x.shape, i, out_shape));
   });
   return injective_op("expand_" + dtype_suffix(x.dtype), {in}, out);
 }

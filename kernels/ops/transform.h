@@ -76,6 +76,13 @@ enum class PadMode : uint8_t {
 OpInstance pad(const TensorType& x, const std::vector<int64_t>& pads,
                PadMode mode = PadMode::kConstant, double value = 0);
 
+// ONNX Pad with pads (i64 [2 * rank], ONNX layout) and optionally the constant value (a
+// one-element tensor of x's dtype; null: 0) read by the kernel at run time. `shape` is the
+// output's (its dims bound from the output argument). Reads stay inside x whatever the
+// values; the caller checks them (an empty dim padded, reflect pads as large as the dim).
+OpInstance pad_at_run_time(const TensorType& x, const TensorType& pads, const TensorType* value,
+                           PadMode mode, const std::vector<arith::Expr>& shape);
+
 // ONNX Tile: output dim k is input dim k times repeats[k] (repeats >= 0, one per dim).
 OpInstance tile(const TensorType& x, const std::vector<int64_t>& repeats);
 // ONNX Tile with repeats known only at run time: the output's shape is given (each dim a
@@ -104,5 +111,8 @@ OpInstance trilu(const TensorType& x, bool upper, int64_t k = 0,
 // ONNX Expand: x broadcast with `shape` (numpy rules, both ways: the output shape is
 // broadcast_shape({x.shape, shape})).
 OpInstance expand(const TensorType& x, const std::vector<arith::Expr>& shape);
+// Expand to an output shape computed by the caller (dims the kernel binds from its output;
+// x's dims broadcast against it at run time, broadcast_indices).
+OpInstance expand_to(const TensorType& x, const std::vector<arith::Expr>& out_shape);
 
 }  // namespace dynvm::ops

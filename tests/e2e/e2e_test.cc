@@ -6,10 +6,12 @@
 // binary's command line: one-line errors, exit codes, no file left behind by a failure.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "compiler/ir/parser.h"
@@ -230,6 +232,50 @@ TEST(EndToEnd, PyTorchLoopModelsMatchPyTorch) {
   run_cases(compile("tests/e2e/models/sign_branch_rnn/model.onnx", rnn),
             {"tests/e2e/models/sign_branch_rnn/cases/0", "tests/e2e/models/sign_branch_rnn/cases/1",
              "tests/e2e/models/sign_branch_rnn/cases/2"});
+}
+
+// The dynamic corpus (scripts/models/export_dynamic_corpus.py): twelve models exported
+// from PyTorch the way real exporters write them (shapes computed with tensors, lengths from
+// values, run-time bounds, joins), each compiled once with NO flags and run at every case,
+// empty results included; references from PyTorch (ONNX Runtime agrees). The models the
+// compiler cannot run yet are listed, with the error, in expected_failures.txt; a listed
+// model that passes fails the test.
+TEST(EndToEnd, DynamicCorpusCompilesWithNoFlagsAndMatchesPyTorch) {
+  const fs::path root = source("tests/e2e/models/dynamic");
+  std::map<std::string, std::string> expected;  // model -> the start of its error
+  std::ifstream list(root / "expected_failures.txt");
+  for (std::string line; std::getline(list, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t space = line.find(' ');
+    expected[line.substr(0, space)] = space == std::string::npos ? "" : line.substr(space + 1);
+  }
+  std::vector<std::string> models;
+  for (const auto& entry : fs::directory_iterator(root)) {
+    if (entry.is_directory()) models.push_back(entry.path().filename().string());
+  }
+  std::sort(models.begin(), models.end());
+  ASSERT_GE(models.size(), 12u);
+  for (const std::string& name : models) {
+    const std::string dir = "tests/e2e/models/dynamic/" + name;
+    std::vector<std::string> cases;
+    for (const auto& c : fs::directory_iterator(source(dir + "/cases"))) {
+      cases.push_back(dir + "/cases/" + c.path().filename().string());
+    }
+    std::sort(cases.begin(), cases.end());
+    auto it = expected.find(name);
+    if (it != expected.end()) {
+      try {
+        compile(dir + "/model.onnx", BuildOptions{});
+        ADD_FAILURE() << name << " compiles but expected_failures.txt lists it: remove it";
+      } catch (const UserError& e) {
+        EXPECT_NE(std::string(e.what()).find(it->second), std::string::npos)
+            << name << ": " << e.what();
+      }
+      continue;
+    }
+    SCOPED_TRACE(name);
+    run_cases(compile(dir + "/model.onnx", BuildOptions{}), cases);
+  }
 }
 
 std::string real_model(const std::string& name) {

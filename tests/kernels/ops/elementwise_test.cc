@@ -1,13 +1,17 @@
 // Elementwise ops compiled for the host and run through the runtime's loader: every unary
 // op on symbolic [n] (one kernel, sizes 1..1000) and static [7, 129]; binary ops with
 // broadcasting ([m, n] + [n] symbolic, [3, 1] + [1, 4], [5, 4] + [4], scalar + [7]),
-// integer div/mod semantics, comparisons and logic to bool, where, cast. References are
-// double-precision loops over the same float inputs.
+// integer div/mod semantics, comparisons and logic to bool, where, cast; bit shifts on
+// unsigned types, IsInf / IsNaN, Shrink, Quantize / DequantizeLinear per tensor and per
+// axis. References are double-precision loops over the same float inputs (C shifts,
+// nearbyint for round half to even) and hand-computed values.
+#include "kernels/arith/printer.h"
 #include "kernels/ops/elementwise.h"
 
 #include <cmath>
 #include <map>
 
+#include "kernels/ops/quantize.h"
 #include "tests/kernels/ops/op_test_util.h"
 
 namespace dynvm::ops::testing {
@@ -393,7 +397,9 @@ TEST_F(MixedTypeOps, Float64OpsComputeInDouble) {
 TEST(ElementwiseBuilders, RejectBadTypesAndShapes) {
   arith::Var n("n"), k("k");
   EXPECT_THROW(binary(BinaryOp::kAdd, {kF32, dims({3})}, {kF32, dims({4})}), UserError);
-  EXPECT_THROW(binary(BinaryOp::kAdd, {kF32, {n}}, {kF32, {k}}), UserError);
+  // Two different symbolic dims broadcast at run time (the compiler checks them first).
+  EXPECT_EQ(arith::to_string(binary(BinaryOp::kAdd, {kF32, {n}}, {kF32, {k}}).outputs[0]->shape()[0]),
+            "select(n == 1, k, n)");
   EXPECT_THROW(binary(BinaryOp::kAdd, {kF32, {n}}, {kI32, {n}}), UserError);
   EXPECT_THROW(binary(BinaryOp::kAnd, {kF32, {n}}, {kF32, {n}}), UserError);
   EXPECT_THROW(unary(UnaryOp::kExp, {kI32, {n}}), UserError);
@@ -404,6 +410,174 @@ TEST(ElementwiseBuilders, RejectBadTypesAndShapes) {
   ASSERT_EQ(op.preferred_multiples.size(), 1u);
   EXPECT_EQ(op.preferred_multiples[0].second, 8);
   EXPECT_EQ(knob(unary(UnaryOp::kExp, {kF32, dims({3, 4})}), {}, "parallel"), 0);
+}
+
+constexpr vm::DType kU8 = vm::DType::kUInt8;
+constexpr vm::DType kI8 = vm::DType::kInt8;
+constexpr vm::DType kU32 = vm::DType::kUInt32;
+constexpr vm::DType kU64 = vm::DType::kUInt64;
+
+template <typename T>
+std::vector<T> elements_of(const vm::Tensor& t) {
+  return std::vector<T>(t.data_as<T>(), t.data_as<T>() + t.numel());
+}
+
+class ExtraElementwiseOps : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    arith::Var a("a"), b("b"), c("c"), n("n");
+    std::vector<OpToBuild> ops;
+    ops.push_back({"shl_u8", bit_shift({kU8, {n}}, {kU8, {n}}, true)});
+    ops.push_back({"shr_u8", bit_shift({kU8, {n}}, {kU8, {n}}, false)});
+    ops.push_back({"shl_u64", bit_shift({kU64, {n}}, {kU64, {n}}, true)});
+    ops.push_back({"shr_u32_scalar", bit_shift({kU32, {a, n}}, {kU32, {}}, false)});
+    ops.push_back({"is_inf", is_inf({kF32, {n}})});
+    ops.push_back({"is_inf_neg", is_inf({kF32, {n}}, true, false)});
+    ops.push_back({"is_inf_pos", is_inf({kF32, {n}}, false, true)});
+    ops.push_back({"is_nan", is_nan({kF32, {n}})});
+    ops.push_back({"shrink", shrink({kF32, {n}}, 1.5, 0.5)});
+    ops.push_back({"quantize_u8", quantize_linear({kF32, {n}}, {kF32, {}}, TensorType{kU8, {}})});
+    ops.push_back({"quantize_no_zero_point", quantize_linear({kF32, {n}}, {kF32, {}}, {})});
+    ops.push_back({"quantize_i8_axis",
+                   quantize_linear({kF32, {a, b, c}}, {kF32, {b}}, TensorType{kI8, {b}}, 1)});
+    ops.push_back(
+        {"dequantize_u8", dequantize_linear({kU8, {n}}, {kF32, {}}, TensorType{kU8, {}})});
+    ops.push_back({"dequantize_i8_axis",
+                   dequantize_linear({kI8, {a, b}}, {kF32, {b}}, TensorType{kI8, {b}}, -1)});
+    lib_ = new OpLibrary(OpLibrary::build(ops));
+  }
+  static void TearDownTestSuite() { delete lib_; }
+  static OpLibrary* lib_;
+};
+OpLibrary* ExtraElementwiseOps::lib_ = nullptr;
+
+// x << y / x >> y as C computes them, 0 once y reaches the bit width (numpy's result).
+template <typename T>
+T shift_ref(T x, T y, bool left) {
+  if (y >= sizeof(T) * 8) return 0;
+  return static_cast<T>(left ? x << y : x >> y);
+}
+
+template <typename T>
+void check_shift(const OpLibrary& lib, const std::string& symbol, vm::DType dtype, bool left,
+                 int64_t n, std::mt19937& rng) {
+  std::vector<T> x(static_cast<size_t>(n)), y(static_cast<size_t>(n));
+  const uint64_t bits = sizeof(T) * 8;
+  for (int64_t i = 0; i < n; ++i) {
+    x[static_cast<size_t>(i)] = static_cast<T>(rng());
+    y[static_cast<size_t>(i)] = static_cast<T>(rng() % (bits + 3));  // some beyond the width
+  }
+  vm::Tensor out = run_op(
+      lib, symbol, {vm::Tensor::from_vector(x, {n}, dtype), vm::Tensor::from_vector(y, {n}, dtype)},
+      {n}, dtype);
+  std::vector<T> got = elements_of<T>(out);
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i], shift_ref<T>(x[i], y[i], left))
+        << symbol << " n=" << n << " element " << i << ": " << +x[i] << ", " << +y[i];
+  }
+}
+
+TEST_F(ExtraElementwiseOps, BitShiftMatchesCShiftsAndZeroesPastTheWidth) {
+  std::mt19937 rng(41);
+  for (int64_t n : kSizes) {
+    check_shift<uint8_t>(*lib_, "shl_u8", kU8, true, n, rng);
+    check_shift<uint8_t>(*lib_, "shr_u8", kU8, false, n, rng);
+    check_shift<uint64_t>(*lib_, "shl_u64", kU64, true, n, rng);
+  }
+  // The ONNX example: [16, 4, 1] >> [1, 2, 3] = [8, 1, 0]; a scalar shift broadcast.
+  vm::Tensor x =
+      vm::Tensor::from_vector(std::vector<uint32_t>{16, 4, 1, 0xffffffffu, 7, 9}, {2, 3}, kU32);
+  vm::Tensor y = vm::Tensor::from_vector(std::vector<uint32_t>{2}, {}, kU32);
+  vm::Tensor out = run_op(*lib_, "shr_u32_scalar", {x, y}, {2, 3}, kU32);
+  EXPECT_EQ(elements_of<uint32_t>(out), (std::vector<uint32_t>{4, 1, 0, 0x3fffffffu, 1, 2}));
+}
+
+TEST_F(ExtraElementwiseOps, IsInfIsNanAndShrinkOnHandPickedValues) {
+  const std::vector<float> x = {-INFINITY, INFINITY, NAN, 0.0f, -1.5f, 3e38f, -3.0f, 2.0f};
+  vm::Tensor in = vm::Tensor::from_vector(x, {8}, kF32);
+  auto bools = [&](const std::string& symbol) {
+    return values(run_op(*lib_, symbol, {in}, {8}, kBool));
+  };
+  EXPECT_EQ(bools("is_inf"), (std::vector<double>{1, 1, 0, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(bools("is_inf_neg"), (std::vector<double>{1, 0, 0, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(bools("is_inf_pos"), (std::vector<double>{0, 1, 0, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(bools("is_nan"), (std::vector<double>{0, 0, 1, 0, 0, 0, 0, 0}));
+  // lambd 1.5, bias 0.5: below -1.5 add the bias, above 1.5 subtract it, else 0.
+  vm::Tensor s =
+      vm::Tensor::from_vector(std::vector<float>{-3, -1.5, -1, 0, 1, 1.5, 2, 4}, {8}, kF32);
+  expect_close(run_op(*lib_, "shrink", {s}, {8}, kF32), {-2.5, 0, 0, 0, 0, 0, 1.5, 3.5}, 0, 0,
+               "shrink");
+}
+
+// saturate(nearbyint(x / scale) + zero_point) in float, as ONNX's reference computes it.
+double quantize_ref(float x, float scale, double zero_point, double lo, double hi) {
+  double q = std::nearbyint(static_cast<double>(x / scale)) + zero_point;
+  return std::min(std::max(q, lo), hi);
+}
+
+TEST_F(ExtraElementwiseOps, QuantizeRoundsHalfToEvenAndSaturates) {
+  // ONNX's example: scale 2, zero point 128.
+  vm::Tensor x = vm::Tensor::from_vector(std::vector<float>{0, 2, 3, 1000, -254, -1000}, {6}, kF32);
+  vm::Tensor scale = vm::Tensor::from_vector(std::vector<float>{2}, {}, kF32);
+  vm::Tensor zp = vm::Tensor::from_vector(std::vector<uint8_t>{128}, {}, kU8);
+  vm::Tensor y = run_op(*lib_, "quantize_u8", {x, scale, zp}, {6}, kU8);
+  EXPECT_EQ(elements_of<uint8_t>(y), (std::vector<uint8_t>{128, 129, 130, 255, 1, 0}));
+  // Halves go to the even neighbour; without a zero point the result is uint8 around 0.
+  vm::Tensor halves = vm::Tensor::from_vector(
+      std::vector<float>{0.5, 1.5, 2.5, 3.5, -0.5, 254.5, 255.5}, {7}, kF32);
+  vm::Tensor one = vm::Tensor::from_vector(std::vector<float>{1}, {}, kF32);
+  y = run_op(*lib_, "quantize_no_zero_point", {halves, one}, {7}, kU8);
+  EXPECT_EQ(elements_of<uint8_t>(y), (std::vector<uint8_t>{0, 2, 2, 4, 0, 254, 255}));
+}
+
+TEST_F(ExtraElementwiseOps, QuantizePerAxisAgainstReference) {
+  std::mt19937 rng(42);
+  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 3, 1}, {2, 3, 17}, {3, 5, 129}}) {
+    vm::Tensor x = random_tensor(s, kF32, rng, -300, 300);
+    std::vector<float> scales;
+    std::vector<int8_t> zps;
+    for (int64_t k = 0; k < s[1]; ++k) {
+      scales.push_back(0.5f + static_cast<float>(k));
+      zps.push_back(static_cast<int8_t>(k * 7 - 10));
+    }
+    vm::Tensor y = run_op(*lib_, "quantize_i8_axis",
+                          {x, vm::Tensor::from_vector(scales, {s[1]}, kF32),
+                           vm::Tensor::from_vector(zps, {s[1]}, kI8)},
+                          s, kI8);
+    std::vector<int8_t> got = elements_of<int8_t>(y);
+    for (int64_t i = 0; i < numel(s); ++i) {
+      const auto k = static_cast<size_t>(unravel(i, s)[1]);
+      double want = quantize_ref(x.data_as<float>()[i], scales[k], zps[k], -128, 127);
+      ASSERT_EQ(got[static_cast<size_t>(i)], want) << shape_name(s) << " element " << i;
+    }
+  }
+}
+
+TEST_F(ExtraElementwiseOps, DequantizePerTensorAndPerAxis) {
+  vm::Tensor x = vm::Tensor::from_vector(std::vector<uint8_t>{0, 3, 128, 255}, {4}, kU8);
+  vm::Tensor scale = vm::Tensor::from_vector(std::vector<float>{2}, {}, kF32);
+  vm::Tensor zp = vm::Tensor::from_vector(std::vector<uint8_t>{128}, {}, kU8);
+  expect_close(run_op(*lib_, "dequantize_u8", {x, scale, zp}, {4}, kF32), {-256, -250, 0, 254}, 0,
+               0, "dequantize_u8");
+  // [2, 3] along the last axis: (x - zp[k]) * scale[k].
+  vm::Tensor xi = vm::Tensor::from_vector(std::vector<int8_t>{-128, 0, 5, 127, -3, 1}, {2, 3}, kI8);
+  vm::Tensor scales = vm::Tensor::from_vector(std::vector<float>{0.5, 2, 1}, {3}, kF32);
+  vm::Tensor zps = vm::Tensor::from_vector(std::vector<int8_t>{1, -2, 0}, {3}, kI8);
+  expect_close(run_op(*lib_, "dequantize_i8_axis", {xi, scales, zps}, {2, 3}, kF32),
+               {-64.5, 4, 5, 63, -2, 1}, 0, 0, "dequantize_i8_axis");
+}
+
+TEST(ExtraElementwiseBuilders, RejectBadTypes) {
+  arith::Var n("n"), k("k");
+  EXPECT_THROW(bit_shift({kI32, {n}}, {kI32, {n}}, true), UserError);
+  EXPECT_THROW(bit_shift({kU8, {n}}, {kU32, {n}}, true), UserError);
+  EXPECT_THROW(is_inf({kI32, {n}}), UserError);
+  EXPECT_THROW(is_nan({kI64, {n}}), UserError);
+  EXPECT_THROW(shrink({kBool, {n}}, 0.5, 0), UserError);
+  EXPECT_THROW(quantize_linear({kF32, {n}}, {kF32, {}}, TensorType{kI32, {}}), UserError);
+  EXPECT_THROW(quantize_linear({kF32, {n, k}}, {kF32, {k}}, TensorType{kU8, {k}}, 0), UserError);
+  EXPECT_THROW(dequantize_linear({kF32, {n}}, {kF32, {}}, {}), UserError);
+  EXPECT_THROW(dequantize_linear({kU8, {n}}, {kF32, {}}, TensorType{kI8, {}}), UserError);
 }
 
 }  // namespace

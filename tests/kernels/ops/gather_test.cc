@@ -2,9 +2,13 @@
 // f32, i64 and bool data with int32 and int64 indices: symbolic shapes (one kernel called
 // at several sizes) and static ones, axis 0, a middle axis and the last, scalar indices.
 // Indices include negative ones (which wrap) and out-of-range ones (which clamp: see
-// gather.h). References are plain index loops; comparisons are exact.
+// gather.h). References are plain index loops; comparisons are exact. Also GatherND (with
+// batch dims), ReverseSequence, DepthToSpace / SpaceToDepth (against ONNX's reshape-transpose
+// definition) and EyeLike.
 #include "kernels/ops/gather.h"
 
+#include "kernels/ops/eye_like.h"
+#include "kernels/ops/space_depth.h"
 #include "tests/kernels/ops/op_test_util.h"
 #include "tests/support/expect_user_error.h"
 
@@ -166,6 +170,182 @@ TEST(GatherBuilders, RejectBadAttributes) {
   EXPECT_USER_ERROR(gather_elements({kF32, {m, n}}, {kI64, {p}}, 0), "rank");
   EXPECT_USER_ERROR(gather_elements({kF32, {m, n}}, {kI64, {p, p}}, 0), "dim 1");
   EXPECT_USER_ERROR(gather_elements({kF32, dims({4, 3})}, {kI64, dims({2, 5})}, 0), "dim 1");
+}
+
+// GatherND written out: batch coordinates, then k loaded indices (negative ones wrap).
+std::vector<double> gather_nd_reference(const vm::Tensor& data, const vm::Tensor& idx,
+                                        size_t batch_dims) {
+  const vm::Shape& ds = data.shape();
+  const vm::Shape& is = idx.shape();
+  const auto k = static_cast<size_t>(is.back());
+  vm::Shape out_shape(is.begin(), is.end() - 1);
+  out_shape.insert(out_shape.end(), ds.begin() + static_cast<int64_t>(batch_dims + k), ds.end());
+  std::vector<double> out;
+  for (int64_t o = 0; o < numel(out_shape); ++o) {
+    std::vector<int64_t> oc = unravel(o, out_shape);
+    std::vector<int64_t> ic(oc.begin(), oc.begin() + static_cast<int64_t>(is.size() - 1));
+    std::vector<int64_t> dc(oc.begin(), oc.begin() + static_cast<int64_t>(batch_dims));
+    for (size_t j = 0; j < k; ++j) {
+      ic.push_back(static_cast<int64_t>(j));
+      auto v = static_cast<int64_t>(at(idx, ravel(ic, is)));
+      ic.pop_back();
+      dc.push_back(v < 0 ? v + ds[batch_dims + j] : v);
+    }
+    dc.insert(dc.end(), oc.begin() + static_cast<int64_t>(is.size() - 1), oc.end());
+    out.push_back(at(data, ravel(dc, ds)));
+  }
+  return out;
+}
+
+// ONNX's definition of DepthToSpace / SpaceToDepth: reshape to 6-D, transpose, reshape.
+std::vector<double> reshape_transpose(const vm::Tensor& x, const vm::Shape& six,
+                                      const std::vector<size_t>& perm) {
+  vm::Shape t(6);
+  for (size_t d = 0; d < 6; ++d) t[d] = six[perm[d]];
+  std::vector<double> out;
+  for (int64_t o = 0; o < numel(t); ++o) {
+    std::vector<int64_t> oc = unravel(o, t), ic(6);
+    for (size_t d = 0; d < 6; ++d) ic[perm[d]] = oc[d];
+    out.push_back(at(x, ravel(ic, six)));
+  }
+  return out;
+}
+
+class IndexingExtra : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    arith::Var m("m"), n("n"), k("k"), p("p");
+    std::vector<OpToBuild> ops;
+    ops.push_back({"gather_nd_2", gather_nd({kF32, {m, n, k}}, {kI64, {p, arith::make_int(2)}})});
+    ops.push_back(
+        {"gather_nd_1_i32", gather_nd({kI64, {m, n}}, {kI32, {p, k, arith::make_int(1)}})});
+    ops.push_back(
+        {"gather_nd_batch", gather_nd({kF32, {m, n, k}}, {kI64, {m, p, arith::make_int(1)}}, 1)});
+    ops.push_back({"reverse_time0", reverse_sequence({kF32, {m, n}}, {kI64, {n}}, 0, 1)});
+    ops.push_back({"reverse_time1_i32", reverse_sequence({kF32, {m, n, k}}, {kI32, {m}}, 1, 0)});
+    TensorType x4{kF32, {m, arith::make_int(8), n, k}};
+    ops.push_back({"depth_to_space_dcr", depth_to_space(x4, 2, DepthToSpaceMode::kDCR)});
+    ops.push_back({"depth_to_space_crd", depth_to_space(x4, 2, DepthToSpaceMode::kCRD)});
+    ops.push_back({"space_to_depth", space_to_depth({kF32, dims({2, 3, 6, 9})}, 3)});
+    ops.push_back({"eye_sym", eye_like({m, n}, kF32, 0)});
+    ops.push_back({"eye_above_i32", eye_like({m, n}, kI32, 1)});
+    ops.push_back({"eye_below_static", eye_like(dims({4, 3}), kF32, -2)});
+    lib_ = new OpLibrary(OpLibrary::build(ops));
+  }
+  static void TearDownTestSuite() { delete lib_; }
+  static OpLibrary* lib_;
+};
+OpLibrary* IndexingExtra::lib_ = nullptr;
+
+// Valid indices in [-n, n) (GatherND's negative ones wrap), int64 or int32.
+vm::Tensor valid_indices(const vm::Shape& shape, const std::vector<int64_t>& extents,
+                         vm::DType dtype, std::mt19937& rng) {
+  vm::Tensor t = vm::Tensor::empty(shape, dtype);
+  const auto k = static_cast<int64_t>(extents.size());
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    int64_t n = extents[static_cast<size_t>(i % k)];
+    int64_t v = std::uniform_int_distribution<int64_t>(-n, n - 1)(rng);
+    if (dtype == kI64) {
+      t.data_as<int64_t>()[i] = v;
+    } else {
+      t.data_as<int32_t>()[i] = static_cast<int32_t>(v);
+    }
+  }
+  return t;
+}
+
+TEST_F(IndexingExtra, GatherNdWithAndWithoutBatchDims) {
+  std::mt19937 rng(61);
+  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 1, 1}, {3, 4, 5}, {2, 17, 9}}) {
+    vm::Tensor data = random_tensor(s, kF32, rng, -1000, 1000);
+    for (int64_t p : {1, 6}) {
+      vm::Tensor idx = valid_indices({p, 2}, {s[0], s[1]}, kI64, rng);
+      expect_close(run_op(*lib_, "gather_nd_2", {data, idx}, {p, s[2]}, kF32),
+                   gather_nd_reference(data, idx, 0), 0, 0, "gather_nd_2 " + shape_name(s));
+      vm::Tensor bidx = valid_indices({s[0], p, 1}, {s[1]}, kI64, rng);
+      expect_close(run_op(*lib_, "gather_nd_batch", {data, bidx}, {s[0], p, s[2]}, kF32),
+                   gather_nd_reference(data, bidx, 1), 0, 0, "gather_nd_batch " + shape_name(s));
+      vm::Tensor idata = random_tensor({s[1], s[2]}, kI64, rng, -1000, 1000);
+      vm::Tensor iidx = valid_indices({p, 3, 1}, {s[1]}, kI32, rng);
+      expect_close(run_op(*lib_, "gather_nd_1_i32", {idata, iidx}, {p, 3, s[2]}, kI64),
+                   gather_nd_reference(idata, iidx, 0), 0, 0, "gather_nd_1_i32 " + shape_name(s));
+    }
+  }
+  // ONNX's example: data [[0, 1], [2, 3]], indices [[0, 0], [1, 1]] -> [0, 3].
+  vm::Tensor data = vm::Tensor::from_vector(std::vector<float>{0, 1, 2, 3}, {2, 2, 1}, kF32);
+  vm::Tensor idx = vm::Tensor::from_vector(std::vector<int64_t>{0, 0, 1, -1}, {2, 2}, kI64);
+  expect_close(run_op(*lib_, "gather_nd_2", {data, idx}, {2, 1}, kF32), {0, 3}, 0, 0, "example");
+}
+
+TEST_F(IndexingExtra, ReverseSequenceAlongEitherAxis) {
+  // ONNX's example (time_axis 0, batch_axis 1): lengths [4, 3, 2, 1] on a 4 x 4 input.
+  std::vector<float> v(16);
+  for (int i = 0; i < 16; ++i) v[static_cast<size_t>(i)] = static_cast<float>(i);
+  vm::Tensor x = vm::Tensor::from_vector(v, {4, 4}, kF32);
+  vm::Tensor lens = vm::Tensor::from_vector(std::vector<int64_t>{4, 3, 2, 1}, {4}, kI64);
+  expect_close(run_op(*lib_, "reverse_time0", {x, lens}, {4, 4}, kF32),
+               {12, 9, 6, 3, 8, 5, 2, 7, 4, 1, 10, 11, 0, 13, 14, 15}, 0, 0, "time axis 0");
+  // time_axis 1, batch_axis 0 on [3, 5, 2]: row b reversed over its first lens[b] steps.
+  std::mt19937 rng(62);
+  vm::Tensor x3 = random_tensor({3, 5, 2}, kF32, rng);
+  vm::Tensor lens3 = vm::Tensor::from_vector(std::vector<int32_t>{5, 0, 3}, {3}, kI32);
+  std::vector<double> want;
+  for (int64_t b = 0; b < 3; ++b) {
+    const int64_t n = lens3.data_as<int32_t>()[b];
+    for (int64_t t = 0; t < 5; ++t) {
+      for (int64_t c = 0; c < 2; ++c) {
+        const int64_t src = t < n ? n - 1 - t : t;
+        want.push_back(at(x3, ravel({b, src, c}, {3, 5, 2})));
+      }
+    }
+  }
+  expect_close(run_op(*lib_, "reverse_time1_i32", {x3, lens3}, {3, 5, 2}, kF32), want, 0, 0,
+               "time axis 1");
+}
+
+TEST_F(IndexingExtra, DepthToSpaceAndSpaceToDepthFollowOnnxsDefinition) {
+  std::mt19937 rng(63);
+  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 8, 1, 1}, {1, 8, 2, 3}, {2, 8, 5, 17}}) {
+    vm::Tensor x = random_tensor(s, kF32, rng);
+    const int64_t n = s[0], h = s[2], w = s[3];
+    const vm::Shape out{n, 2, h * 2, w * 2};
+    // DCR: [N, b, b, C', H, W] transposed by (0, 3, 4, 1, 5, 2); CRD: [N, C', b, b, H, W] by
+    // (0, 1, 4, 2, 5, 3).
+    expect_close(run_op(*lib_, "depth_to_space_dcr", {x}, out, kF32),
+                 reshape_transpose(x, {n, 2, 2, 2, h, w}, {0, 3, 4, 1, 5, 2}), 0, 0,
+                 "dcr " + shape_name(s));
+    expect_close(run_op(*lib_, "depth_to_space_crd", {x}, out, kF32),
+                 reshape_transpose(x, {n, 2, 2, 2, h, w}, {0, 1, 4, 2, 5, 3}), 0, 0,
+                 "crd " + shape_name(s));
+  }
+  // SpaceToDepth: [N, C, H/b, b, W/b, b] transposed by (0, 3, 5, 1, 2, 4).
+  vm::Tensor x = random_tensor({2, 3, 6, 9}, kF32, rng);
+  expect_close(run_op(*lib_, "space_to_depth", {x}, {2, 27, 2, 3}, kF32),
+               reshape_transpose(x, {2, 3, 2, 3, 3, 3}, {0, 3, 5, 1, 2, 4}), 0, 0,
+               "space_to_depth");
+}
+
+TEST_F(IndexingExtra, EyeLikeOnTheKthDiagonal) {
+  expect_close(run_op(*lib_, "eye_sym", {}, {2, 3}, kF32), {1, 0, 0, 0, 1, 0}, 0, 0, "eye");
+  expect_close(run_op(*lib_, "eye_above_i32", {}, {3, 4}, kI32),
+               {0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}, 0, 0, "eye k=1");
+  expect_close(run_op(*lib_, "eye_below_static", {}, {4, 3}, kF32),
+               {0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0}, 0, 0, "eye k=-2");
+  std::vector<double> big(17 * 129, 0.0);
+  for (int64_t i = 0; i < 17; ++i) big[static_cast<size_t>(i * 129 + i)] = 1;
+  expect_close(run_op(*lib_, "eye_sym", {}, {17, 129}, kF32), big, 0, 0, "eye 17 x 129");
+}
+
+TEST(IndexingExtraBuilders, RejectBadAttributes) {
+  arith::Var m("m"), n("n"), p("p");
+  EXPECT_USER_ERROR(gather_nd({kF32, {m, n}}, {kI64, {p, n}}), "last dim");
+  EXPECT_USER_ERROR(gather_nd({kF32, {m, n}}, {kI64, {p, arith::make_int(3)}}), "rank");
+  EXPECT_USER_ERROR(gather_nd({kF32, {m, n}}, {kI64, {p, arith::make_int(1)}}, 1), "batch dim 0");
+  EXPECT_USER_ERROR(reverse_sequence({kF32, {m, n}}, {kI64, {n}}, 0, 0), "differ");
+  EXPECT_USER_ERROR(depth_to_space({kF32, dims({1, 6, 2, 2})}, 2, DepthToSpaceMode::kDCR),
+                    "divisible");
+  EXPECT_USER_ERROR(space_to_depth({kF32, dims({1, 1, 5, 4})}, 2), "divisible");
+  EXPECT_USER_ERROR(eye_like({m}, kF32, 0), "2-D");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // softmax / log_softmax over the last and a middle axis, and layer_norm over the last one
 // or two axes (with and without bias, with and without its Mean / InvStdDev outputs),
-// symbolic and static, against double loops; softmax of large inputs stays finite.
+// symbolic and static, against double loops; softmax of large inputs stays finite. Hardmax
+// (ties: the first maximum) and LRN (odd and even window sizes) against index loops.
 #include "kernels/ops/norm.h"
 
 #include <cmath>
@@ -211,6 +212,100 @@ TEST_F(Norms, LayerNormStatsOfAConstantRow) {
   expect_close(y, std::vector<double>(6, 0.0), 0, 0, "Y");
   expect_close(mean, {2.5, 2.5}, 0, 0, "Mean");
   expect_close(inv, {1 / std::sqrt(1e-5), 1 / std::sqrt(1e-5)}, 1e-6, 0, "InvStdDev");
+}
+
+// Hardmax along `axis`: 1 at the first maximum of each row, as numpy.argmax picks it.
+std::vector<double> hardmax_ref(const vm::Tensor& x, const vm::Shape& s, size_t axis) {
+  std::vector<double> out(static_cast<size_t>(numel(s)), 0.0);
+  for (int64_t i = 0; i < numel(s); ++i) {
+    std::vector<int64_t> c = unravel(i, s);
+    if (c[axis] != 0) continue;  // one row per element with coordinate 0 on the axis
+    int64_t best = 0;
+    for (int64_t j = 1; j < s[axis]; ++j) {
+      c[axis] = j;
+      std::vector<int64_t> b = c;
+      b[axis] = best;
+      if (at(x, ravel(c, s)) > at(x, ravel(b, s))) best = j;
+    }
+    c[axis] = best;
+    out[static_cast<size_t>(ravel(c, s))] = 1;
+  }
+  return out;
+}
+
+// ONNX LRN written out: the square sum over channels [c - (size-1)/2, c + size/2] in [0, C).
+std::vector<double> lrn_ref(const vm::Tensor& x, const vm::Shape& s, int64_t size, double alpha,
+                            double beta, double bias) {
+  std::vector<double> out;
+  for (int64_t i = 0; i < numel(s); ++i) {
+    std::vector<int64_t> c = unravel(i, s);
+    const int64_t ch = c[1];
+    double sum = 0;
+    for (int64_t k = std::max<int64_t>(0, ch - (size - 1) / 2);
+         k <= std::min<int64_t>(s[1] - 1, ch + size / 2); ++k) {
+      c[1] = k;
+      double v = at(x, ravel(c, s));
+      sum += v * v;
+    }
+    out.push_back(at(x, i) / std::pow(bias + alpha / static_cast<double>(size) * sum, beta));
+  }
+  return out;
+}
+
+class HardmaxAndLrn : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    arith::Var a("a"), b("b"), c("c");
+    std::vector<OpToBuild> ops;
+    TensorType sym{kF32, {a, b, c}};
+    ops.push_back({"hardmax_last", hardmax(sym, -1)});
+    ops.push_back({"hardmax_first", hardmax(sym, 0)});
+    ops.push_back({"hardmax_static_mid", hardmax({kF32, dims({3, 4, 5})}, 1)});
+    ops.push_back({"lrn_3", lrn({kF32, {a, b, c, c}}, 3, 2e-4, 0.5, 2.0)});
+    ops.push_back({"lrn_4_static", lrn({kF32, dims({2, 7, 3, 5})}, 4)});
+    lib_ = new OpLibrary(OpLibrary::build(ops));
+  }
+  static void TearDownTestSuite() { delete lib_; }
+  static OpLibrary* lib_;
+};
+OpLibrary* HardmaxAndLrn::lib_ = nullptr;
+
+// Small integers as floats, so that rows often hold the maximum twice.
+vm::Tensor tied_values(const vm::Shape& s, std::mt19937& rng) {
+  vm::Tensor x = vm::Tensor::empty(s, kF32);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data_as<float>()[i] = static_cast<float>(rng() % 4);
+  return x;
+}
+
+TEST_F(HardmaxAndLrn, HardmaxMarksTheFirstMaximum) {
+  std::mt19937 rng(51);
+  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 1, 1}, {2, 3, 7}, {3, 17, 129}}) {
+    vm::Tensor x = tied_values(s, rng);
+    expect_close(run_op(*lib_, "hardmax_last", {x}, s, kF32), hardmax_ref(x, s, 2), 0, 0,
+                 "hardmax_last " + shape_name(s));
+    expect_close(run_op(*lib_, "hardmax_first", {x}, s, kF32), hardmax_ref(x, s, 0), 0, 0,
+                 "hardmax_first " + shape_name(s));
+  }
+  vm::Tensor x = tied_values({3, 4, 5}, rng);
+  expect_close(run_op(*lib_, "hardmax_static_mid", {x}, {3, 4, 5}, kF32),
+               hardmax_ref(x, {3, 4, 5}, 1), 0, 0, "hardmax_static_mid");
+  // By hand: ties go to the first; a negative row still has its one.
+  vm::Tensor h =
+      vm::Tensor::from_vector(std::vector<float>{1, 3, 3, 0, -2, -1, -5, -1}, {2, 1, 4}, kF32);
+  expect_close(run_op(*lib_, "hardmax_last", {h}, {2, 1, 4}, kF32), {0, 1, 0, 0, 0, 1, 0, 0}, 0, 0,
+               "hardmax by hand");
+}
+
+TEST_F(HardmaxAndLrn, LrnOddAndEvenWindows) {
+  std::mt19937 rng(52);
+  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 1, 2, 2}, {2, 5, 3, 3}, {1, 9, 7, 7}}) {
+    vm::Tensor x = random_tensor(s, kF32, rng, -3, 3);
+    expect_close(run_op(*lib_, "lrn_3", {x}, s, kF32), lrn_ref(x, s, 3, 2e-4, 0.5, 2.0), 1e-5, 1e-6,
+                 "lrn_3 " + shape_name(s));
+  }
+  vm::Tensor x = random_tensor({2, 7, 3, 5}, kF32, rng, -30, 30);
+  expect_close(run_op(*lib_, "lrn_4_static", {x}, {2, 7, 3, 5}, kF32),
+               lrn_ref(x, {2, 7, 3, 5}, 4, 1e-4, 0.75, 1.0), 1e-5, 1e-6, "lrn_4_static");
 }
 
 }  // namespace

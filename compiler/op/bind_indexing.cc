@@ -1,0 +1,59 @@
+// Kernel bindings of GatherND and ReverseSequence (kernels/ops/gather.h), DepthToSpace and
+// SpaceToDepth (kernels/ops/space_depth.h) and EyeLike (kernels/ops/eye_like.h: a kernel
+// with no inputs whose dims are bound from its output, as ConstantOfShape's).
+#include "compiler/op/bind_families.h"
+#include "kernels/ops/eye_like.h"
+#include "kernels/ops/gather.h"
+#include "kernels/ops/space_depth.h"
+
+namespace dynvm::compiler {
+namespace {
+
+KernelBinding bind_depth_to_space(const BindContext& ctx) {
+  const int64_t b = attr_int(ctx.attrs(), "blocksize", 0, ctx.where());
+  const std::string mode = attr_string(ctx.attrs(), "mode", "DCR", ctx.where());
+  const ops::DepthToSpaceMode m =
+      mode == "CRD" ? ops::DepthToSpaceMode::kCRD : ops::DepthToSpaceMode::kDCR;
+  return kernel_binding(ctx, "DepthToSpace", "blocksize=" + std::to_string(b) + ";mode=" + mode,
+                        {0}, [=](const auto& t) { return ops::depth_to_space(t[0], b, m); });
+}
+
+KernelBinding bind_eye_like(const BindContext& ctx) {
+  const Type& out = ctx.outputs().at(0);
+  if (!out.is_tensor()) ctx.fail("EyeLike's output is not a tensor");
+  const vm::DType dtype = out->dtype;
+  const int64_t k = attr_int(ctx.attrs(), "k", 0, ctx.where());
+  std::string key;
+  std::vector<arith::Expr> shape = output_shape(ctx, 0, &key);
+  return kernel_binding(
+      ctx, "EyeLike",
+      key + ";k=" + std::to_string(k) + ";dtype=" + std::string(vm::dtype_name(dtype)), {},
+      [=](const auto&) { return ops::eye_like(shape, dtype, k); });
+}
+
+}  // namespace
+
+void register_indexing_bindings() {
+  register_binding("GatherND", [](const BindContext& ctx) {
+    const int64_t b = attr_int(ctx.attrs(), "batch_dims", 0, ctx.where());
+    return kernel_binding(ctx, "GatherND", "batch_dims=" + std::to_string(b), {0, 1},
+                          [b](const auto& t) { return ops::gather_nd(t[0], t[1], b); });
+  });
+  register_binding("ReverseSequence", [](const BindContext& ctx) {
+    const int64_t time = attr_int(ctx.attrs(), "time_axis", 0, ctx.where());
+    const int64_t batch = attr_int(ctx.attrs(), "batch_axis", 1, ctx.where());
+    return kernel_binding(
+        ctx, "ReverseSequence",
+        "time_axis=" + std::to_string(time) + ";batch_axis=" + std::to_string(batch), {0, 1},
+        [=](const auto& t) { return ops::reverse_sequence(t[0], t[1], time, batch); });
+  });
+  register_binding("DepthToSpace", bind_depth_to_space);
+  register_binding("SpaceToDepth", [](const BindContext& ctx) {
+    const int64_t b = attr_int(ctx.attrs(), "blocksize", 0, ctx.where());
+    return kernel_binding(ctx, "SpaceToDepth", "blocksize=" + std::to_string(b), {0},
+                          [b](const auto& t) { return ops::space_to_depth(t[0], b); });
+  });
+  register_binding("EyeLike", bind_eye_like);
+}
+
+}  // namespace dynvm::compiler

@@ -1,0 +1,99 @@
+// Type relations of GatherND, ReverseSequence, DepthToSpace, SpaceToDepth and EyeLike:
+// output dims as arith expressions of the input dims (DepthToSpace's C / b^2, H * b).
+#include "compiler/op/families.h"
+#include "vm/error.h"
+
+namespace dynvm::compiler {
+namespace {
+
+using Facts = std::vector<ValueFacts>;
+
+Facts gather_nd_op(OpContext& ctx) {
+  const std::vector<Dim>& data = ctx.dims(0);
+  const std::vector<Dim>& indices = ctx.dims(1);
+  if (ctx.dtype(1) != vm::DType::kInt64 && ctx.dtype(1) != vm::DType::kInt32) {
+    ctx.fail("indices must be int64 or int32");
+  }
+  if (data.empty() || indices.empty()) ctx.fail("data and indices must have rank >= 1");
+  const int64_t b = ctx.attr_int("batch_dims", 0);
+  if (b < 0 || static_cast<size_t>(b) >= std::min(data.size(), indices.size())) {
+    ctx.fail("batch_dims ", b, " must be below both ranks");
+  }
+  const Dim& last = indices.back();
+  if (!last.is_const()) ctx.fail("the last dim of indices must be known at compile time");
+  const int64_t k = last.value();
+  if (k < 1 || static_cast<size_t>(b + k) > data.size()) {
+    ctx.fail("indices address ", k, " dims after ", b, " batch dims of data of rank ", data.size());
+  }
+  std::vector<Dim> out(indices.begin(), indices.end() - 1);
+  out.insert(out.end(), data.begin() + b + k, data.end());
+  return {tensor_facts(ctx.dtype(0), out)};
+}
+
+Facts reverse_sequence_op(OpContext& ctx) {
+  const size_t rank = ctx.rank(0);
+  if (rank < 2) ctx.fail("the input must have rank >= 2");
+  const size_t t = ctx.axis(ctx.attr_int("time_axis", 0), rank, "time_axis");
+  const size_t b = ctx.axis(ctx.attr_int("batch_axis", 1), rank, "batch_axis");
+  if (t == b) ctx.fail("time_axis and batch_axis must differ");
+  if (ctx.rank(1) != 1) ctx.fail("sequence_lens must be 1-D");
+  return {tensor_facts(ctx.dtype(0), ctx.dims(0))};
+}
+
+int64_t blocksize(const OpContext& ctx) {
+  if (ctx.rank(0) != 4) ctx.fail("the input must be 4-D (N x C x H x W)");
+  const int64_t b = ctx.attr_int("blocksize", 0);
+  if (b < 1) ctx.fail("blocksize must be a positive int");
+  return b;
+}
+
+// d / b where d must be divisible by b: a constant is checked now, a symbol at run time.
+Dim divided(OpContext& ctx, const Dim& d, int64_t b, const char* what) {
+  if (d.is_const() && d.value() % b != 0) {
+    ctx.fail(what, " ", d.value(), " is not divisible by ", b);
+  }
+  if (!d.is_any() && !d.is_const()) {
+    ctx.require(arith::eq(arith::floormod(d.expr(), b), 0), what, " is not divisible by ", b);
+  }
+  return ctx.floordiv(d, Dim(b));
+}
+
+Facts depth_to_space_op(OpContext& ctx) {
+  const int64_t b = blocksize(ctx);
+  const std::string mode = ctx.attr_string("mode", "DCR");
+  if (mode != "DCR" && mode != "CRD") ctx.fail("mode must be DCR or CRD, got '", mode, "'");
+  const std::vector<Dim>& x = ctx.dims(0);
+  return {tensor_facts(ctx.dtype(0), {x[0], divided(ctx, x[1], b * b, "the channel count"),
+                                      ctx.mul(x[2], Dim(b)), ctx.mul(x[3], Dim(b))})};
+}
+
+Facts space_to_depth_op(OpContext& ctx) {
+  const int64_t b = blocksize(ctx);
+  const std::vector<Dim>& x = ctx.dims(0);
+  return {tensor_facts(ctx.dtype(0),
+                       {x[0], ctx.mul(x[1], Dim(b * b)), divided(ctx, x[2], b, "the height"),
+                        divided(ctx, x[3], b, "the width")})};
+}
+
+Facts eye_like_op(OpContext& ctx) {
+  if (ctx.rank(0) != 2) ctx.fail("the input must be 2-D");
+  vm::DType t = ctx.dtype(0);
+  if (int64_t code = ctx.attr_int("dtype", 0); code != 0) {
+    std::optional<vm::DType> to = vm::from_onnx_code(static_cast<int>(code));
+    if (!to) ctx.fail("unsupported dtype ", code);
+    t = *to;
+  }
+  return {tensor_facts(t, ctx.dims(0))};
+}
+
+}  // namespace
+
+void register_indexing_ops() {
+  register_op({"GatherND", ShapeRule::kFromInputDims, 2, 2, gather_nd_op});
+  register_op({"ReverseSequence", ShapeRule::kFromInputDims, 2, 2, reverse_sequence_op});
+  register_op({"DepthToSpace", ShapeRule::kFromInputDims, 1, 1, depth_to_space_op});
+  register_op({"SpaceToDepth", ShapeRule::kFromInputDims, 1, 1, space_to_depth_op});
+  register_op({"EyeLike", ShapeRule::kFromInputDims, 1, 1, eye_like_op});
+}
+
+}  // namespace dynvm::compiler

@@ -1,0 +1,37 @@
+// Type relations of Hardmax and LRN: both keep their input's type.
+#include "compiler/op/families.h"
+#include "vm/error.h"
+
+namespace dynvm::compiler {
+namespace {
+
+using Facts = std::vector<ValueFacts>;
+
+bool is_float(vm::DType t) {
+  return t == vm::DType::kFloat32 || t == vm::DType::kFloat64 || t == vm::DType::kFloat16 ||
+         t == vm::DType::kBFloat16;
+}
+
+void require_float(const OpContext& ctx) {
+  if (!is_float(ctx.dtype(0))) {
+    ctx.fail("needs a floating-point input, got ", vm::dtype_name(ctx.dtype(0)));
+  }
+}
+
+}  // namespace
+
+void register_normalization_ops() {
+  register_op({"Hardmax", ShapeRule::kFromInputDims, 1, 1, [](OpContext& ctx) {
+                 require_float(ctx);
+                 ctx.axis(ctx.attr_int("axis", -1), ctx.rank(0));
+                 return Facts{tensor_facts(ctx.dtype(0), ctx.dims(0))};
+               }});
+  register_op({"LRN", ShapeRule::kFromInputDims, 1, 1, [](OpContext& ctx) {
+                 require_float(ctx);
+                 if (ctx.rank(0) < 3) ctx.fail("needs an input of rank 3 or more (N x C x ...)");
+                 if (ctx.attr_int("size", 0) < 1) ctx.fail("size must be a positive int");
+                 return Facts{tensor_facts(ctx.dtype(0), ctx.dims(0))};
+               }});
+}
+
+}  // namespace dynvm::compiler
