@@ -31,10 +31,25 @@ KernelBinding bind_concat(const BindContext& ctx) {
 
 // Split: sizes from the constant input, else equal parts (the last one smaller, as the
 // relation says), computed from the kernel's own input type.
+// Every element a constant.
+bool all_const(const std::optional<std::vector<Dim>>& value) {
+  return value && std::all_of(value->begin(), value->end(), [](const Dim& d) { return d.is_const(); });
+}
+
 KernelBinding bind_split(const BindContext& ctx) {
   const int64_t axis = attr_int(ctx.attrs(), "axis", 0, ctx.where());
   const auto outputs = static_cast<int64_t>(ctx.outputs().size());
   std::vector<int64_t> sizes;
+  if (ctx.has_input(1) && !ctx.input(1).constant.defined() && !all_const(ctx.input(1).value)) {
+    // Sizes read at run time: each output's extent along the axis is bound from the output
+    // (inference checked that they add up before the kernel runs).
+    std::vector<arith::Expr> parts;
+    for (int64_t k = 0; k < outputs; ++k) parts.push_back(arith::Var("size" + std::to_string(k)));
+    return kernel_binding(ctx, "Split", str_cat("run_time;axis=", axis, ";outputs=", outputs),
+                          {0}, [axis, parts](const auto& t) {
+                            return ops::split(t[0], axis, parts, /*sizes_checked=*/true);
+                          });
+  }
   if (ctx.has_input(1)) sizes = ctx.const_ints(1, "Split's sizes");
   std::string parts = "axis=" + std::to_string(axis) + ";outputs=" + std::to_string(outputs) +
                       ";sizes=" + key_ints(sizes);
@@ -52,11 +67,6 @@ KernelBinding bind_split(const BindContext& ctx) {
     }
     return ops::split(t[0], axis, exprs);
   });
-}
-
-// Every element a constant.
-bool all_const(const std::optional<std::vector<Dim>>& value) {
-  return value && std::all_of(value->begin(), value->end(), [](const Dim& d) { return d.is_const(); });
 }
 
 KernelBinding bind_slice(const BindContext& ctx) {

@@ -647,6 +647,13 @@ Facts split_op(OpContext& ctx) {
     if (static_cast<int64_t>(sizes.size()) != outputs) {
       ctx.fail("split has ", sizes.size(), " sizes for ", outputs, " outputs");
     }
+    if (!dims[axis].is_any() &&
+        std::none_of(sizes.begin(), sizes.end(), [](const Dim& d) { return d.is_any(); })) {
+      arith::Expr total = 0;
+      for (const Dim& d : sizes) total = total + d.expr();
+      ctx.require(arith::eq(total, dims[axis].expr()), "the sizes do not add up to dim ", axis,
+                  " (", to_string(dims[axis]), ")");
+    }
   } else {
     if (outputs < 1) ctx.fail("num_outputs must be positive");
     // Equal parts, the last one smaller when the dim does not divide (opset 18).

@@ -168,7 +168,8 @@ OpInstance concat(const std::vector<TensorType>& xs, int64_t axis) {
   return injective_op("concat_" + dtype_suffix(first.dtype), inputs, out);
 }
 
-OpInstance split(const TensorType& x, int64_t axis, const std::vector<Expr>& sizes) {
+OpInstance split(const TensorType& x, int64_t axis, const std::vector<Expr>& sizes,
+                 bool sizes_checked) {
   size_t rank = x.shape.size();
   size_t a = normalize_axis("split", axis, rank);
   if (sizes.empty()) user_error("split needs at least one output size");
@@ -178,7 +179,7 @@ OpInstance split(const TensorType& x, int64_t axis, const std::vector<Expr>& siz
     if (s.is_int_imm() && s.int_value() < 0) user_error("split: size ", s.int_value(), " < 0");
     total = total + s;
   }
-  if (!analyzer.provably_equal(total, x.shape[a])) {
+  if (!sizes_checked && !analyzer.provably_equal(total, x.shape[a])) {
     user_error("split: sizes add up to ", arith::to_string(analyzer.simplify(total)),
                ", not the dim ", arith::to_string(x.shape[a]), " of axis ", axis);
   }

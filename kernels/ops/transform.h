@@ -30,7 +30,10 @@ OpInstance concat(const std::vector<TensorType>& xs, int64_t axis);
 // ONNX Split with explicit sizes along `axis`: one output per size. The sizes must add up
 // to the axis' dim (provably, for symbolic dims: e.g. {n, n} of 2*n).
 // Sizes may be symbolic; each must be non-negative (checked for constants).
-OpInstance split(const TensorType& x, int64_t axis, const std::vector<arith::Expr>& sizes);
+// `sizes_checked`: the caller checks at run time that the sizes add up (sizes read at run
+// time, symbols the kernel binds from its outputs), so they need not provably.
+OpInstance split(const TensorType& x, int64_t axis, const std::vector<arith::Expr>& sizes,
+                 bool sizes_checked = false);
 
 // ONNX Slice with constant starts / ends / axes / steps. Empty axes means 0..starts.size()-1
 // and empty steps means all 1. Negative starts/ends count from the end of the dim; both are

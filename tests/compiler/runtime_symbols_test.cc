@@ -184,6 +184,24 @@ TEST(RuntimeSymbols, SliceWithBoundsAxesAndStepsReadAtRunTime) {
   EXPECT_USER_ERROR(m.run(axis), "%y = Slice: axis 0 (a[0]) is out of range for rank 1");
 }
 
+TEST(RuntimeSymbols, SplitBySizesReadAtRunTime) {
+  vm::VirtualMachine m = machine_for(R"(fn @main(%x: f32[6], %s: i64[2]) {
+  %p = Split(%x, %s) {axis=0, num_outputs=2}
+  return (%p.0, %p.1)
+})");
+  for (auto [a, b] : std::vector<std::pair<int64_t, int64_t>>{{2, 4}, {0, 6}, {6, 0}}) {
+    std::vector<vm::Value> in{iota(6), i64s({a, b}, {2})};
+    std::vector<vm::Value> out = m.run(in);
+    ASSERT_EQ(out.at(0).as_tensor().shape(), (vm::Shape{a}));
+    ASSERT_EQ(out.at(1).as_tensor().shape(), (vm::Shape{b}));
+    for (int64_t i = 0; i < b; ++i) {
+      EXPECT_EQ(out[1].as_tensor().data_as<float>()[i], static_cast<float>(a + i));
+    }
+  }
+  std::vector<vm::Value> short_sizes{iota(6), i64s({2, 3}, {2})};
+  EXPECT_USER_ERROR(m.run(short_sizes), "%p = Split: the sizes do not add up to dim 0 (6)");
+}
+
 TEST(RuntimeSymbols, UnrelatedSymbolicDimsBroadcastAtRunTime) {
   // An upsampled map added to a skip connection: two dims only the run time relates.
   vm::VirtualMachine m = machine_for(R"(dim n: 1..64
