@@ -197,6 +197,18 @@ KernelBinding bind_pool(const BindContext& ctx, bool max) {
 
 void bind_reduce(const std::string& name, ops::ReduceKind kind) {
   register_binding(name, [name, kind](const BindContext& ctx) {
+    const ValueFacts* given = ctx.has_input(1) ? &ctx.input(1) : nullptr;
+    if (given != nullptr && !given->constant.defined() && !given->value &&
+        !(given->type.is_tensor() && given->type->dims.size() == 1 &&
+          given->type->dims[0].is_const() && given->type->dims[0].value() == 0)) {
+      // Axes read at run time: the output's dims (1 where reduced) say which, the kernel
+      // binds them from its output (keepdims form, ops::reduce_to).
+      std::string key;
+      std::vector<arith::Expr> shape = output_shape(ctx, 0, &key);
+      return kernel_binding(ctx, name, "run_time" + key, {0}, [kind, shape](const auto& t) {
+        return ops::reduce_to(kind, t[0], shape);
+      });
+    }
     std::vector<int64_t> axes;
     if (ctx.has_input(1)) axes = ctx.const_ints(1, "the reduction axes");
     if (axes.empty() && attr_int(ctx.attrs(), "noop_with_empty_axes", 0, ctx.where()) != 0) {

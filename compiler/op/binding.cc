@@ -3,6 +3,8 @@
 // table's first use.
 #include "compiler/op/binding.h"
 
+#include <algorithm>
+
 #include <map>
 
 #include "compiler/op/bind_families.h"
@@ -76,6 +78,11 @@ std::vector<int64_t> BindContext::const_ints(size_t i, const char* what) const {
       out.push_back(d.value());
     }
     return out;
+  }
+  if (f.type.is_tensor() && std::any_of(f.type->dims.begin(), f.type->dims.end(), [](const Dim& d) {
+        return d.is_const() && d.value() == 0;
+      })) {
+    return {};  // no elements: nothing unknown
   }
   fail(what, " must be a compile-time constant");
 }

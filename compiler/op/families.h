@@ -17,8 +17,16 @@ void register_quantize_ops();           // ops_quantize.cc: QuantizeLinear, Dequ
 void register_indexing_ops();  // ops_indexing.cc: GatherND, ReverseSequence, DepthToSpace, ...
 
 // Numpy broadcasting of dims: equal dims stay; a 1 takes the other; two different symbolic
-// dims keep the first (ONNX requires them equal at run time; shape manifestation checks).
+// dims become `select(a == 1, b, a)`, with a run-time check that they are equal or one is
+// 1 (ctx.require; the kernels broadcast the same way, ops::broadcast_shape).
 std::vector<Dim> broadcast_dims(OpContext& ctx, const std::vector<Dim>& a,
                                 const std::vector<Dim>& b);
+
+// Axes read at run time (run-time symbols), normalized into [0, rank), with run-time checks
+// that they are in range and distinct (ops_shape.cc).
+std::vector<arith::Expr> run_time_axes(OpContext& ctx, const std::vector<Dim>& axes,
+                                       int64_t rank);
+// True when `axis` is one of `axes` (a boolean expression).
+arith::Expr is_one_of(const std::vector<arith::Expr>& axes, int64_t axis);
 
 }  // namespace dynvm::compiler

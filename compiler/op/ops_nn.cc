@@ -161,7 +161,23 @@ Facts reduce_op(OpContext& ctx) {
   std::vector<bool> reduced(x.size(), false);
   std::optional<std::vector<int64_t>> axes;
   if (ctx.has_input(1)) {
+    std::optional<std::vector<Dim>> values = ctx.values(1);
     axes = ctx.const_ints(1);
+    if (!axes && values && !values->empty()) {
+      // Axes read at run time: a reduced dim is 1 (the ONNX importer turns keepdims=0 into
+      // a Squeeze of the result at the same axes).
+      if (ctx.attr_int("keepdims", 1) == 0) {
+        ctx.fail("keepdims=0 with axes read at run time (the importer squeezes instead)");
+      }
+      std::vector<arith::Expr> at = run_time_axes(ctx, *values, static_cast<int64_t>(x.size()));
+      std::vector<Dim> out;
+      for (size_t k = 0; k < x.size(); ++k) {
+        if (x[k].is_any()) ctx.fail("dim ", k, " of the input is not known");
+        out.push_back(ctx.simplify(
+            arith::select(is_one_of(at, static_cast<int64_t>(k)), 1, x[k].expr())));
+      }
+      return {tensor_facts(ctx.dtype(0), out)};
+    }
     if (!axes) ctx.fail("axes must be a constant");
   }
   if (!axes || axes->empty()) {

@@ -169,31 +169,6 @@ Facts concat_op(OpContext& ctx) {
   return {tensor_facts(ctx.dtype(0), out, value)};
 }
 
-// Axes read at run time, normalized into [0, rank) and checked to be there and distinct.
-std::vector<arith::Expr> run_time_axes(OpContext& ctx, const std::vector<Dim>& axes,
-                                       int64_t rank) {
-  std::vector<arith::Expr> out;
-  for (size_t k = 0; k < axes.size(); ++k) {
-    if (axes[k].is_any()) ctx.fail("axis ", k, " is not known");
-    arith::Expr a = axes[k].expr();
-    arith::Expr n = ctx.simplify(arith::select(arith::lt(a, 0), a + rank, a)).expr();
-    ctx.require(arith::logical_and(arith::ge(n, 0), arith::lt(n, rank)), "axis ", k, " (",
-                to_string(axes[k]), ") is out of range for rank ", rank);
-    for (const arith::Expr& m : out) {
-      ctx.require(arith::ne(m, n), "axis ", k, " (", to_string(axes[k]), ") appears twice");
-    }
-    out.push_back(n);
-  }
-  return out;
-}
-
-// 1 when `axis` is one of `axes` (a boolean expression).
-arith::Expr is_one_of(const std::vector<arith::Expr>& axes, int64_t axis) {
-  arith::Expr any = arith::make_bool(false);
-  for (const arith::Expr& a : axes) any = arith::logical_or(any, arith::eq(a, axis));
-  return any;
-}
-
 // dims[index] for an index known at run time (a select over the candidates).
 arith::Expr pick(const std::vector<Dim>& dims, const arith::Expr& index) {
   arith::Expr out = dims.empty() ? arith::Expr(0) : dims.back().expr();
@@ -712,6 +687,33 @@ Facts refine_op(OpContext& ctx) {
 }
 
 }  // namespace
+
+// Axes read at run time, normalized into [0, rank) and checked to be there and distinct.
+std::vector<arith::Expr> run_time_axes(OpContext& ctx, const std::vector<Dim>& axes,
+                                       int64_t rank) {
+  std::vector<arith::Expr> out;
+  for (size_t k = 0; k < axes.size(); ++k) {
+    if (axes[k].is_any()) ctx.fail("axis ", k, " is not known");
+    arith::Expr a = axes[k].expr();
+    arith::Expr n = ctx.simplify(arith::select(arith::lt(a, 0), a + rank, a)).expr();
+    ctx.require(arith::logical_and(arith::ge(n, 0), arith::lt(n, rank)), "axis ", k, " (",
+                to_string(axes[k]), ") is out of range for rank ", rank);
+    for (const arith::Expr& m : out) {
+      ctx.require(arith::ne(m, n), "axis ", k, " (", to_string(axes[k]), ") appears twice");
+    }
+    out.push_back(n);
+  }
+  return out;
+}
+
+// 1 when `axis` is one of `axes` (a boolean expression).
+arith::Expr is_one_of(const std::vector<arith::Expr>& axes, int64_t axis) {
+  arith::Expr any = arith::make_bool(false);
+  for (const arith::Expr& a : axes) any = arith::logical_or(any, arith::eq(a, axis));
+  return any;
+}
+
+
 
 void register_shape_ops() {
   register_op({"dynvm.Refine", ShapeRule::kFromInputDims, 1, 1, refine_op});

@@ -238,7 +238,8 @@ class TypeInferencer : public ExprMutator {
       if (!d.is_const()) return std::nullopt;
       n = d.value();
     }
-    if (n < 1 || n > kMaxTrackedElements) return std::nullopt;
+    if (n == 0) return std::vector<Dim>{};  // nothing to read
+    if (n < 0 || n > kMaxTrackedElements) return std::nullopt;
     std::vector<Dim> value;
     for (int64_t k = 0; k < n; ++k) {
       arith::Var sym(f.type->dims.empty() ? name : str_cat(name, "[", k, "]"));

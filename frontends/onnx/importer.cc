@@ -130,6 +130,8 @@ class GraphImporter {
 
   // ---- scopes ----
   void define(const std::string& name, const Expr& v) { scopes_.back()[name] = v; }
+  // Names of initializers and Constant outputs: values known when the graph is read.
+  std::set<std::string> constants_;
   Expr lookup(const std::string& name, const std::string& where) {
     for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
       auto found = it->find(name);
@@ -146,6 +148,7 @@ class GraphImporter {
   Expr block(const onnx::GraphProto& g, bool tuple_always) {
     Block b;
     for (const auto& init : g.initializer()) {
+      constants_.insert(init.name());
       Expr c = compiler::make_constant(tensor_from_proto(init, "initializer " + init.name()));
       bind(b, init.name(), c);
     }
@@ -182,7 +185,10 @@ class GraphImporter {
       user_error(where, ": operator domain '", n.domain(), "' is not supported");
     }
     check_supported(n.op_type(), opset_of(n), where);
-    if (n.op_type() == "Constant") return bind_outputs(n, constant_node(n, where), b, where);
+    if (n.op_type() == "Constant") {
+      constants_.insert(n.output(0));
+      return bind_outputs(n, constant_node(n, where), b, where);
+    }
 
     NodeForm form;
     form.op = n.op_type();
@@ -208,6 +214,17 @@ class GraphImporter {
       if (!graphs.empty()) user_error(where, ": unexpected graph attribute");
       normalize(form, opset_of(n), where);
       if (multi_output_call(n)) form.attrs["num_outputs"] = int64_t{n.output_size()};
+      if (form.op.rfind("Reduce", 0) == 0 && n.input_size() > 1 && !n.input(1).empty() &&
+          constants_.count(n.input(1)) == 0 &&
+          compiler::attr_int(form.attrs, "keepdims", 1, where) == 0) {
+        // Axes only the run time knows: reduced in keepdims form (the kernel binds the
+        // reduced dims from its output), then squeezed at the same axes.
+        Expr kept = compiler::make_var(n.output(0) + "/keepdims");
+        compiler::Attrs attrs = form.attrs;
+        attrs["keepdims"] = int64_t{1};
+        b.bindings.emplace_back(kept, compiler::make_call(form.op, form.inputs, attrs));
+        form = NodeForm{"Squeeze", {kept, form.inputs[1]}, {}};
+      }
       if (form.op == "Range") {
         // Its length as a value of its own (compiler/op: dynvm.RangeCount), for bounds only
         // the run time knows.

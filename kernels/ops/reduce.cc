@@ -125,6 +125,66 @@ OpInstance arg_reduce(bool is_max, const TensorType& x, int64_t axis, bool keepd
 
 }  // namespace
 
+OpInstance reduce_to(ReduceKind kind, const TensorType& x, const std::vector<arith::Expr>& out_shape) {
+  if (out_shape.size() != x.shape.size()) {
+    user_error(reduce_kind_name(kind), ": an output of rank ", out_shape.size(), " for ",
+               x.shape.size());
+  }
+  if (x.dtype == vm::DType::kBool) user_error(reduce_kind_name(kind), " does not take bool");
+  const bool mean = kind == ReduceKind::kMean;
+  if (mean && !vm::is_floating(x.dtype)) user_error("reduce_mean needs a floating-point input");
+  te::TensorRef in = te::placeholder("X", x.shape, x.dtype);
+  std::vector<arith::Expr> extents;
+  arith::Expr count = 1;
+  for (size_t d = 0; d < x.shape.size(); ++d) {
+    extents.push_back(arith::floordiv(x.shape[d], arith::max(out_shape[d], 1)));
+    count = count * extents.back();
+  }
+  te::TensorRef out = te::compute("Y", out_shape, [&](const te::Indices& i) {
+    std::vector<te::IterVar> r;
+    std::vector<arith::Expr> idx;
+    for (size_t d = 0; d < x.shape.size(); ++d) {
+      r.push_back(te::reduce_axis(extents[d], "k" + std::to_string(d)));
+      idx.push_back(i[d] + r.back().var);
+    }
+    Expr v = te::read(in, idx);
+    switch (kind) {
+      case ReduceKind::kSum:
+      case ReduceKind::kMean:
+        return te::sum(v, r);
+      case ReduceKind::kMax:
+        return te::max_reduce(v, r);
+      case ReduceKind::kMin:
+        return te::min_reduce(v, r);
+      case ReduceKind::kProd:
+        return te::prod(v, r);
+      case ReduceKind::kL1:
+        return te::sum(tir::call(tir::Intrinsic::kAbs, v), r);
+      case ReduceKind::kSumSquare:
+        return te::sum(v * v, r);
+      default:
+        user_error(reduce_kind_name(kind), " with axes read at run time is not supported yet");
+    }
+  });
+  OpInstance op;
+  op.name = std::string(reduce_kind_name(kind)) + "_rt_" + dtype_suffix(x.dtype);
+  op.inputs = {in};
+  if (!mean) {
+    op.outputs = {out};
+    op.knobs = reduction_knobs(out_shape);
+    op.schedule = reduce_schedule(op.knobs, out, {out}, {}, true);
+    return op;
+  }
+  te::TensorRef y = te::compute("M", out_shape, [&](const te::Indices& i) {
+    Expr v = te::read(out, std::vector<arith::Expr>(i.begin(), i.end()));
+    return v / tir::cast(v.type(), tir::index_value(count));
+  });
+  op.outputs = {y};
+  op.knobs = combined_knobs(out_shape);
+  op.schedule = reduce_schedule(op.knobs, y, {out}, {}, false);
+  return op;
+}
+
 const char* reduce_kind_name(ReduceKind kind) {
   switch (kind) {
     case ReduceKind::kSum:

@@ -202,6 +202,27 @@ TEST(RuntimeSymbols, SplitBySizesReadAtRunTime) {
   EXPECT_USER_ERROR(m.run(short_sizes), "%p = Split: the sizes do not add up to dim 0 (6)");
 }
 
+TEST(RuntimeSymbols, ReductionsOverAxesReadAtRunTime) {
+  vm::VirtualMachine m = machine_for(R"(fn @main(%x: f32[2, 3], %a: i64[1]) {
+  %s = ReduceSum(%x, %a) {keepdims=1}
+  %m = ReduceMean(%x, %a) {keepdims=1}
+  return (%s, %m)
+})");
+  // x = [[0, 1, 2], [3, 4, 5]]
+  std::vector<vm::Value> rows{iota(6).reshape_view({2, 3}), i64s({0}, {1})};
+  std::vector<vm::Value> out = m.run(rows);
+  ASSERT_EQ(out[0].as_tensor().shape(), (vm::Shape{1, 3}));
+  EXPECT_EQ(out[0].as_tensor().data_as<float>()[2], 7.0f);
+  EXPECT_EQ(out[1].as_tensor().data_as<float>()[2], 3.5f);
+  std::vector<vm::Value> cols{iota(6).reshape_view({2, 3}), i64s({-1}, {1})};
+  out = m.run(cols);
+  ASSERT_EQ(out[0].as_tensor().shape(), (vm::Shape{2, 1}));
+  EXPECT_EQ(out[0].as_tensor().data_as<float>()[1], 12.0f);
+  EXPECT_EQ(out[1].as_tensor().data_as<float>()[1], 4.0f);
+  std::vector<vm::Value> bad{iota(6).reshape_view({2, 3}), i64s({2}, {1})};
+  EXPECT_USER_ERROR(m.run(bad), "%s = ReduceSum: axis 0 (a[0]) is out of range for rank 2");
+}
+
 TEST(RuntimeSymbols, UnrelatedSymbolicDimsBroadcastAtRunTime) {
   // An upsampled map added to a skip connection: two dims only the run time relates.
   vm::VirtualMachine m = machine_for(R"(dim n: 1..64
