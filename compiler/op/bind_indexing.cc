@@ -5,6 +5,7 @@
 #include "kernels/ops/eye_like.h"
 #include "kernels/ops/gather.h"
 #include "kernels/ops/space_depth.h"
+#include "kernels/ops/topk.h"
 
 namespace dynvm::compiler {
 namespace {
@@ -31,9 +32,28 @@ KernelBinding bind_eye_like(const BindContext& ctx) {
       [=](const auto&) { return ops::eye_like(shape, dtype, k); });
 }
 
+// TopK: sorted, ties to the lower index; k is the outputs' extent along the axis (bound
+// from them), so a k read at run time is no different from a constant one.
+KernelBinding bind_topk(const BindContext& ctx) {
+  const int64_t axis = attr_int(ctx.attrs(), "axis", -1, ctx.where());
+  const bool largest = attr_int(ctx.attrs(), "largest", 1, ctx.where()) != 0;
+  const Type& x = ctx.input(0).type;
+  std::string key;
+  std::vector<arith::Expr> shape = output_shape(ctx, 0, &key);
+  for (size_t d = 0; d < shape.size() && d < x->dims.size(); ++d) {
+    const Dim& in = x->dims[d];
+    if (!in.is_any() && in.same_as(ctx.outputs()[0]->dims[d])) shape[d] = in.expr();
+  }
+  return kernel_binding(
+      ctx, "TopK",
+      str_cat("axis=", axis, ";largest=", largest, ";to=", to_string(ctx.outputs()[0])), {0},
+      [=](const auto& t) { return ops::topk(t[0], axis, largest, shape); });
+}
+
 }  // namespace
 
 void register_indexing_bindings() {
+  register_binding("TopK", bind_topk);
   register_binding("GatherND", [](const BindContext& ctx) {
     const int64_t b = attr_int(ctx.attrs(), "batch_dims", 0, ctx.where());
     return kernel_binding(ctx, "GatherND", "batch_dims=" + std::to_string(b), {0, 1},

@@ -33,7 +33,8 @@ KernelBinding bind_concat(const BindContext& ctx) {
 // relation says), computed from the kernel's own input type.
 // Every element a constant.
 bool all_const(const std::optional<std::vector<Dim>>& value) {
-  return value && std::all_of(value->begin(), value->end(), [](const Dim& d) { return d.is_const(); });
+  return value &&
+         std::all_of(value->begin(), value->end(), [](const Dim& d) { return d.is_const(); });
 }
 
 KernelBinding bind_split(const BindContext& ctx) {
@@ -45,8 +46,8 @@ KernelBinding bind_split(const BindContext& ctx) {
     // (inference checked that they add up before the kernel runs).
     std::vector<arith::Expr> parts;
     for (int64_t k = 0; k < outputs; ++k) parts.push_back(arith::Var("size" + std::to_string(k)));
-    return kernel_binding(ctx, "Split", str_cat("run_time;axis=", axis, ";outputs=", outputs),
-                          {0}, [axis, parts](const auto& t) {
+    return kernel_binding(ctx, "Split", str_cat("run_time;axis=", axis, ";outputs=", outputs), {0},
+                          [axis, parts](const auto& t) {
                             return ops::split(t[0], axis, parts, /*sizes_checked=*/true);
                           });
   }
@@ -231,8 +232,8 @@ KernelBinding bind_constant_of_shape(const BindContext& ctx) {
   }
   std::string key;
   std::vector<arith::Expr> shape = output_shape(ctx, 0, &key);
-  return kernel_binding(ctx, "ConstantOfShape", key + ";value=" + to_string(AttrValue(value)),
-                        {}, [shape, v](const auto&) { return ops::fill(shape, v); });
+  return kernel_binding(ctx, "ConstantOfShape", key + ";value=" + to_string(AttrValue(value)), {},
+                        [shape, v](const auto&) { return ops::fill(shape, v); });
 }
 
 // Range: start + i * delta over the output's length (computed on the host from the
@@ -240,9 +241,8 @@ KernelBinding bind_constant_of_shape(const BindContext& ctx) {
 KernelBinding bind_range(const BindContext& ctx) {
   std::string key;
   std::vector<arith::Expr> shape = output_shape(ctx, 0, &key);
-  return kernel_binding(ctx, "Range", key, {0, 2}, [shape](const auto& t) {
-    return ops::range(t[0], t[1], shape.at(0));
-  });
+  return kernel_binding(ctx, "Range", key, {0, 2},
+                        [shape](const auto& t) { return ops::range(t[0], t[1], shape.at(0)); });
 }
 
 KernelBinding bind_gather(const BindContext& ctx, bool elements) {

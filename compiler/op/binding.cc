@@ -4,7 +4,6 @@
 #include "compiler/op/binding.h"
 
 #include <algorithm>
-
 #include <map>
 
 #include "compiler/op/bind_families.h"

@@ -24,8 +24,7 @@ std::vector<Dim> broadcast_dims(OpContext& ctx, const std::vector<Dim>& a,
 
 // Axes read at run time (run-time symbols), normalized into [0, rank), with run-time checks
 // that they are in range and distinct (ops_shape.cc).
-std::vector<arith::Expr> run_time_axes(OpContext& ctx, const std::vector<Dim>& axes,
-                                       int64_t rank);
+std::vector<arith::Expr> run_time_axes(OpContext& ctx, const std::vector<Dim>& axes, int64_t rank);
 // True when `axis` is one of `axes` (a boolean expression).
 arith::Expr is_one_of(const std::vector<arith::Expr>& axes, int64_t axis);
 

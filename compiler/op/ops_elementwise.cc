@@ -10,14 +10,9 @@
 namespace dynvm::compiler {
 namespace {
 
-bool is_float(vm::DType t) {
-  return t == vm::DType::kFloat32 || t == vm::DType::kFloat64 || t == vm::DType::kFloat16 ||
-         t == vm::DType::kBFloat16;
-}
-
 void unary(const std::string& name, bool float_only) {
   register_op({name, ShapeRule::kFromInputDims, 1, 1, [float_only](OpContext& ctx) {
-                 if (float_only && !is_float(ctx.dtype(0))) {
+                 if (float_only && !vm::is_floating(ctx.dtype(0))) {
                    ctx.fail("needs a floating-point input, got ", vm::dtype_name(ctx.dtype(0)));
                  }
                  return std::vector<ValueFacts>{tensor_facts(ctx.dtype(0), ctx.dims(0))};
@@ -105,10 +100,10 @@ std::vector<Dim> broadcast_dims(OpContext& ctx, const std::vector<Dim>& a,
       // Decided at run time (as the kernels do, ops::broadcast_shape): equal, or one is 1.
       const arith::Expr& a = x->expr();
       const arith::Expr& b = y->expr();
-      ctx.require(arith::logical_or(arith::logical_or(arith::eq(a, b), arith::eq(a, 1)),
-                                    arith::eq(b, 1)),
-                  "cannot broadcast dims ", to_string(*x), " and ", to_string(*y),
-                  " (neither equal nor 1)");
+      ctx.require(
+          arith::logical_or(arith::logical_or(arith::eq(a, b), arith::eq(a, 1)), arith::eq(b, 1)),
+          "cannot broadcast dims ", to_string(*x), " and ", to_string(*y),
+          " (neither equal nor 1)");
       out[k] = ctx.simplify(arith::select(arith::eq(a, 1), b, a));
     }
   }

@@ -8,11 +8,6 @@ namespace {
 
 using Facts = std::vector<ValueFacts>;
 
-bool is_float(vm::DType t) {
-  return t == vm::DType::kFloat32 || t == vm::DType::kFloat64 || t == vm::DType::kFloat16 ||
-         t == vm::DType::kBFloat16;
-}
-
 Facts bit_shift_op(OpContext& ctx) {
   const vm::DType t = ctx.dtype(0);
   if (t != ctx.dtype(1)) ctx.fail("operands have different dtypes");
@@ -28,7 +23,7 @@ Facts bit_shift_op(OpContext& ctx) {
 }
 
 Facts float_predicate_op(OpContext& ctx) {
-  if (!is_float(ctx.dtype(0))) {
+  if (!vm::is_floating(ctx.dtype(0))) {
     ctx.fail("needs a floating-point input, got ", vm::dtype_name(ctx.dtype(0)));
   }
   return {tensor_facts(vm::DType::kBool, ctx.dims(0))};

@@ -86,9 +86,27 @@ Facts eye_like_op(OpContext& ctx) {
   return {tensor_facts(t, ctx.dims(0))};
 }
 
+// TopK: x's shape with k along the axis; k is a value (a constant, or a run-time symbol
+// checked against the dim before the kernel runs).
+Facts topk_op(OpContext& ctx) {
+  std::vector<Dim> dims = ctx.dims(0);
+  const size_t axis = ctx.axis(ctx.attr_int("axis", -1), dims.size());
+  std::optional<std::vector<Dim>> k = ctx.values(1);
+  if (!k || k->size() != 1 || (*k)[0].is_any()) ctx.fail("k must be a one-element i64 tensor");
+  const Dim& n = dims[axis];
+  if (!n.is_any()) {
+    ctx.require(
+        arith::logical_and(arith::ge((*k)[0].expr(), 0), arith::le((*k)[0].expr(), n.expr())),
+        "k (", to_string((*k)[0]), ") is not in 0..", to_string(n));
+  }
+  dims[axis] = (*k)[0];
+  return {tensor_facts(ctx.dtype(0), dims), tensor_facts(vm::DType::kInt64, dims)};
+}
+
 }  // namespace
 
 void register_indexing_ops() {
+  register_op({"TopK", ShapeRule::kFromInputValues, 2, 2, topk_op});
   register_op({"GatherND", ShapeRule::kFromInputDims, 2, 2, gather_nd_op});
   register_op({"ReverseSequence", ShapeRule::kFromInputDims, 2, 2, reverse_sequence_op});
   register_op({"DepthToSpace", ShapeRule::kFromInputDims, 1, 1, depth_to_space_op});

@@ -173,8 +173,8 @@ Facts reduce_op(OpContext& ctx) {
       std::vector<Dim> out;
       for (size_t k = 0; k < x.size(); ++k) {
         if (x[k].is_any()) ctx.fail("dim ", k, " of the input is not known");
-        out.push_back(ctx.simplify(
-            arith::select(is_one_of(at, static_cast<int64_t>(k)), 1, x[k].expr())));
+        out.push_back(
+            ctx.simplify(arith::select(is_one_of(at, static_cast<int64_t>(k)), 1, x[k].expr())));
       }
       return {tensor_facts(ctx.dtype(0), out)};
     }

@@ -7,13 +7,8 @@ namespace {
 
 using Facts = std::vector<ValueFacts>;
 
-bool is_float(vm::DType t) {
-  return t == vm::DType::kFloat32 || t == vm::DType::kFloat64 || t == vm::DType::kFloat16 ||
-         t == vm::DType::kBFloat16;
-}
-
 void require_float(const OpContext& ctx) {
-  if (!is_float(ctx.dtype(0))) {
+  if (!vm::is_floating(ctx.dtype(0))) {
     ctx.fail("needs a floating-point input, got ", vm::dtype_name(ctx.dtype(0)));
   }
 }

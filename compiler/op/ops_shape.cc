@@ -292,9 +292,10 @@ std::vector<Dim> squeeze_at_run_time(OpContext& ctx, const std::vector<Dim>& in,
     ctx.require(arith::logical_or(arith::make_not(removed), arith::eq(dim, 1)), "dim ", d, " (",
                 to_string(in[static_cast<size_t>(d)]), ") is squeezed but is not 1");
     for (size_t j = 0; j < out.size(); ++j) {
-      out[j] = Dim(out[j].expr() + arith::select(arith::logical_and(arith::make_not(removed),
-                                                                    arith::eq(kept, static_cast<int64_t>(j))),
-                                                 dim, 0));
+      out[j] = Dim(out[j].expr() +
+                   arith::select(arith::logical_and(arith::make_not(removed),
+                                                    arith::eq(kept, static_cast<int64_t>(j))),
+                                 dim, 0));
     }
     kept = kept + arith::select(removed, 0, 1);
   }
@@ -514,8 +515,8 @@ Facts range_count_op(OpContext& ctx) {
       n = Dim(std::max<int64_t>(static_cast<int64_t>(std::ceil((*l - *s) / *d)), 0));
     }
   }
-  return {tensor_facts(vm::DType::kInt64, {}, n.is_any() ? std::nullopt
-                                                         : std::optional(std::vector<Dim>{n}))};
+  return {tensor_facts(vm::DType::kInt64, {},
+                       n.is_any() ? std::nullopt : std::optional(std::vector<Dim>{n}))};
 }
 
 Facts range_op(OpContext& ctx) {
@@ -597,14 +598,14 @@ Facts pad_op(OpContext& ctx) {
     if (!d.is_any() && !begin.is_any() && !end.is_any() &&
         (maybe_negative(ctx, begin) || maybe_negative(ctx, end))) {
       // Pads read at run time: what the kernel cannot pad is refused before it runs.
-      const arith::Expr pads_out = arith::logical_and(arith::le(begin.expr(), 0),
-                                                      arith::le(end.expr(), 0));
-      ctx.require(arith::logical_or(arith::gt(d.expr(), 0), pads_out), "cannot pad dim ",
-                  axes[k], " when it is empty");
+      const arith::Expr pads_out =
+          arith::logical_and(arith::le(begin.expr(), 0), arith::le(end.expr(), 0));
+      ctx.require(arith::logical_or(arith::gt(d.expr(), 0), pads_out), "cannot pad dim ", axes[k],
+                  " when it is empty");
       if (mode == "reflect") {
-        ctx.require(arith::logical_and(arith::lt(begin.expr(), d.expr()),
-                                       arith::lt(end.expr(), d.expr())),
-                    "reflect pads must be smaller than dim ", axes[k]);
+        ctx.require(
+            arith::logical_and(arith::lt(begin.expr(), d.expr()), arith::lt(end.expr(), d.expr())),
+            "reflect pads must be smaller than dim ", axes[k]);
       }
     }
     dims[axes[k]] = ctx.add(ctx.add(d, begin), end);
@@ -689,8 +690,7 @@ Facts refine_op(OpContext& ctx) {
 }  // namespace
 
 // Axes read at run time, normalized into [0, rank) and checked to be there and distinct.
-std::vector<arith::Expr> run_time_axes(OpContext& ctx, const std::vector<Dim>& axes,
-                                       int64_t rank) {
+std::vector<arith::Expr> run_time_axes(OpContext& ctx, const std::vector<Dim>& axes, int64_t rank) {
   std::vector<arith::Expr> out;
   for (size_t k = 0; k < axes.size(); ++k) {
     if (axes[k].is_any()) ctx.fail("axis ", k, " is not known");
@@ -712,8 +712,6 @@ arith::Expr is_one_of(const std::vector<arith::Expr>& axes, int64_t axis) {
   for (const arith::Expr& a : axes) any = arith::logical_or(any, arith::eq(a, axis));
   return any;
 }
-
-
 
 void register_shape_ops() {
   register_op({"dynvm.Refine", ShapeRule::kFromInputDims, 1, 1, refine_op});

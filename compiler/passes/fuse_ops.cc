@@ -122,7 +122,7 @@ class Fuser : public ExprMutator {
     if (e->name.rfind("dynvm.", 0) == 0) return kNone;
     auto known = typed_.facts.find(let.var->var_id);
     if (known != typed_.facts.end() && known->second.value) return kNone;  // a host value
-    if (typed_.checks.count(let.var->var_id) != 0) return kNone;  // checked before it runs
+    if (typed_.checks.count(let.var->var_id) != 0) return kNone;           // checked before it runs
     // A fused function's body reads only its parameters and constants: a call whose operand
     // is a nested expression (the recurrent cells build `Add(MatMul(..), MatMul(..))`) stays
     // out of groups.

@@ -35,7 +35,7 @@ const std::set<std::string>& supported_ops() {
       "Concat", "Constant", "ConstantOfShape", "CumSum", "Expand", "Flatten", "Gather",
       "GatherElements", "Identity", "Dropout", "Pad", "Range", "Reshape", "Resize", "Shape", "Size",
       "Slice", "Split", "Squeeze", "Tile", "Transpose", "Unsqueeze", "GatherND", "ReverseSequence",
-      "DepthToSpace", "SpaceToDepth", "EyeLike",
+      "DepthToSpace", "SpaceToDepth", "EyeLike", "TopK",
       // control flow and recurrences
       "If", "Loop", "Scan", "LSTM", "GRU", "RNN"};
   return ops;
@@ -103,6 +103,8 @@ void normalize(NodeForm& node, int64_t opset, const std::string& where) {
     attr_to_input(node, "axes", 1, false, where);
   } else if (op.rfind("Reduce", 0) == 0 && op != "ReduceSum" && opset < 18) {
     attr_to_input(node, "axes", 1, false, where);
+  } else if (op == "TopK" && opset < 10) {
+    attr_to_input(node, "k", 1, true, where);
   } else if (op == "Split" && opset < 13) {
     attr_to_input(node, "split", 1, false, where);
   } else if (op == "Slice" && opset < 10) {

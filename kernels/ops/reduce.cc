@@ -125,7 +125,8 @@ OpInstance arg_reduce(bool is_max, const TensorType& x, int64_t axis, bool keepd
 
 }  // namespace
 
-OpInstance reduce_to(ReduceKind kind, const TensorType& x, const std::vector<arith::Expr>& out_shape) {
+OpInstance reduce_to(ReduceKind kind, const TensorType& x,
+                     const std::vector<arith::Expr>& out_shape) {
   if (out_shape.size() != x.shape.size()) {
     user_error(reduce_kind_name(kind), ": an output of rank ", out_shape.size(), " for ",
                x.shape.size());

@@ -31,7 +31,8 @@ OpInstance reduce(ReduceKind kind, const TensorType& x, std::vector<int64_t> axe
 // rank, each dim a symbol the kernel binds from its output, 1 where reduced and x's dim
 // elsewhere; output element o reduces x[o + k] over k_d < x_d / max(out_d, 1). Sum, max, min,
 // prod, l1, sum_square and mean.
-OpInstance reduce_to(ReduceKind kind, const TensorType& x, const std::vector<arith::Expr>& out_shape);
+OpInstance reduce_to(ReduceKind kind, const TensorType& x,
+                     const std::vector<arith::Expr>& out_shape);
 // Ties resolve to the first occurrence, or with select_last_index to the last one.
 OpInstance argmax(const TensorType& x, int64_t axis, bool keepdims = true,
                   bool select_last_index = false);

@@ -301,9 +301,9 @@ SliceWindow slice_axis(const Expr& d, const std::vector<SliceEntry>& entries, in
   return slice_window(d, start, end, step);
 }
 
-OpInstance slice_at_run_time(const TensorType& x, const TensorType& starts,
-                             const TensorType& ends, const TensorType* axes,
-                             const TensorType* steps, const std::vector<Expr>& shape) {
+OpInstance slice_at_run_time(const TensorType& x, const TensorType& starts, const TensorType& ends,
+                             const TensorType* axes, const TensorType* steps,
+                             const std::vector<Expr>& shape) {
   const size_t rank = x.shape.size();
   if (shape.size() != rank) user_error("slice: an output of rank ", shape.size(), " for ", rank);
   auto length = [](const TensorType& t, const char* what) -> int64_t {
@@ -354,7 +354,8 @@ OpInstance slice_at_run_time(const TensorType& x, const TensorType& starts,
       idx.push_back(clamp(w.first + i[a] * step, 0, x.shape[a] - 1));
     }
     tir::Expr body = te::read(in, idx);
-    for (size_t k = reads.size(); k-- > 0;) body = tir::let_index(reads[k].first, reads[k].second, body);
+    for (size_t k = reads.size(); k-- > 0;)
+      body = tir::let_index(reads[k].first, reads[k].second, body);
     return body;
   });
   return injective_op("slice_rt_" + dtype_suffix(x.dtype), inputs, out);
@@ -534,11 +535,14 @@ OpInstance range_count(const TensorType& start, const TensorType& limit, const T
   te::TensorRef d = te::placeholder("D", {}, delta.dtype);
   te::TensorRef out = te::compute("N", {}, [&](const te::Indices&) {
     const tir::DataType f64{vm::DType::kFloat64, 1};
-    auto read = [&](const te::TensorRef& t) { return tir::cast(f64, te::read(t, std::vector<Expr>{})); };
+    auto read = [&](const te::TensorRef& t) {
+      return tir::cast(f64, te::read(t, std::vector<Expr>{}));
+    };
     tir::Expr step = read(d);
     tir::Expr zero = tir::make_const(f64, 0);
     tir::Expr span = tir::binary(tir::BinaryOp::kSub, read(l), read(s));
-    tir::Expr steps = tir::call(tir::Intrinsic::kCeil, tir::binary(tir::BinaryOp::kDiv, span, step));
+    tir::Expr steps =
+        tir::call(tir::Intrinsic::kCeil, tir::binary(tir::BinaryOp::kDiv, span, step));
     tir::Expr n = tir::select(tir::compare(tir::CompareOp::kEq, step, zero), zero,
                               tir::binary(tir::BinaryOp::kMax, steps, zero));
     return tir::cast(tir::DataType{vm::DType::kInt64, 1}, n);

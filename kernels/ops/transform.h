@@ -65,9 +65,9 @@ SliceWindow slice_axis(const arith::Expr& d, const std::vector<SliceEntry>& entr
 // ONNX Slice with starts and ends (and axes, steps: null for the defaults) that the kernel
 // reads at run time: integer vectors of one length. `shape` is the output's (its dims
 // bound from the output argument).
-OpInstance slice_at_run_time(const TensorType& x, const TensorType& starts,
-                             const TensorType& ends, const TensorType* axes,
-                             const TensorType* steps, const std::vector<arith::Expr>& shape);
+OpInstance slice_at_run_time(const TensorType& x, const TensorType& starts, const TensorType& ends,
+                             const TensorType* axes, const TensorType* steps,
+                             const std::vector<arith::Expr>& shape);
 
 enum class PadMode : uint8_t {
   kConstant,  // `value` outside the input

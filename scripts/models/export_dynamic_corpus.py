@@ -48,6 +48,7 @@ from torch import Tensor, nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ort_check  # noqa: E402
+from export_loop_models import op_census  # noqa: E402
 
 OPSET = 17
 OUT_ROOT = "tests/e2e/models/dynamic"
@@ -443,16 +444,6 @@ MODELS = {
         SliceByValue, slice_by_value_cases, ["x", "n"], ["y"],
         {"x": {0: "seq"}, "y": {0: "n_kept"}}, "trace"),
 }
-
-
-def op_census(graph, ops=None):
-    ops = {} if ops is None else ops
-    for node in graph.node:
-        ops[node.op_type] = ops.get(node.op_type, 0) + 1
-        for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.GRAPH:
-                op_census(attr.g, ops)
-    return ops
 
 
 def declare_output_shapes(model, example_outputs, dynamic_axes):

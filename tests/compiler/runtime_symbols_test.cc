@@ -3,10 +3,10 @@
 // target), and dims no compile-time rule can follow (an If whose branches differ in shape).
 // Each model is compiled once with no options and run at several values; expected values
 // are worked out by hand, and bad values fail with one error naming the node.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <limits>
-
-#include <gtest/gtest.h>
 
 #include "compiler/ir/parser.h"
 #include "compiler/pipeline.h"
@@ -86,7 +86,9 @@ TEST(RuntimeSymbols, FloatRangeLengthComesFromAKernel) {
                         make_let(range, make_call("Range", with_length), range));
   module.functions = {main};
   vm::VirtualMachine m(vm::Program::load(compile(module, CompileOptions{})));
-  auto scalar = [](float v) { return vm::Tensor::from_vector(std::vector<float>{v}, {}, vm::DType::kFloat32); };
+  auto scalar = [](float v) {
+    return vm::Tensor::from_vector(std::vector<float>{v}, {}, vm::DType::kFloat32);
+  };
   std::vector<vm::Value> in{scalar(1.0f), scalar(2.0f), scalar(0.25f)};
   vm::Tensor r = m.run(in).at(0).as_tensor();
   ASSERT_EQ(r.shape(), (vm::Shape{4}));
@@ -115,16 +117,17 @@ TEST(RuntimeSymbols, ExpandToARunTimeTargetChecksTheBroadcast) {
   %y = Expand(%x, %s)
   return %y
 })");
-  std::vector<vm::Value> in{vm::Tensor::from_vector(std::vector<float>{1, 2, 3}, {3, 1},
-                                                    vm::DType::kFloat32),
-                            i64s({1, 4}, {2})};
+  std::vector<vm::Value> in{
+      vm::Tensor::from_vector(std::vector<float>{1, 2, 3}, {3, 1}, vm::DType::kFloat32),
+      i64s({1, 4}, {2})};
   vm::Tensor y = m.run(in).at(0).as_tensor();
   ASSERT_EQ(y.shape(), (vm::Shape{3, 4}));
   for (int64_t r = 0; r < 3; ++r) {
     for (int64_t c = 0; c < 4; ++c) EXPECT_EQ(y.data_as<float>()[r * 4 + c], r + 1.0f);
   }
   std::vector<vm::Value> wrong{in[0], i64s({2, 4}, {2})};
-  EXPECT_USER_ERROR(m.run(wrong), "%y = Expand: cannot broadcast dims 3 and s[0] (neither equal nor 1)");
+  EXPECT_USER_ERROR(m.run(wrong),
+                    "%y = Expand: cannot broadcast dims 3 and s[0] (neither equal nor 1)");
 }
 
 TEST(RuntimeSymbols, UnsqueezeAndSqueezeAtAxesReadAtRunTime) {
@@ -133,9 +136,11 @@ TEST(RuntimeSymbols, UnsqueezeAndSqueezeAtAxesReadAtRunTime) {
   %z = Relu(%y)
   return %z
 })");
-  for (auto [axes, want] : std::vector<std::pair<std::vector<int64_t>, vm::Shape>>{
-           {{0, 1}, {1, 1, 2, 3}}, {{3, 1}, {2, 1, 3, 1}}, {{-1, 0}, {1, 2, 3, 1}},
-           {{1, 3}, {2, 1, 3, 1}}}) {
+  for (auto [axes, want] :
+       std::vector<std::pair<std::vector<int64_t>, vm::Shape>>{{{0, 1}, {1, 1, 2, 3}},
+                                                               {{3, 1}, {2, 1, 3, 1}},
+                                                               {{-1, 0}, {1, 2, 3, 1}},
+                                                               {{1, 3}, {2, 1, 3, 1}}}) {
     std::vector<vm::Value> in{vm::Tensor::empty({2, 3}, vm::DType::kFloat32), i64s(axes, {2})};
     EXPECT_EQ(m.run(in).at(0).as_tensor().shape(), want) << axes[0] << "," << axes[1];
   }
@@ -143,7 +148,8 @@ TEST(RuntimeSymbols, UnsqueezeAndSqueezeAtAxesReadAtRunTime) {
   EXPECT_USER_ERROR(m.run(twice), "%y = Unsqueeze: axis 1 (a[1]) appears twice");
   std::vector<vm::Value> out_of_range{vm::Tensor::empty({2, 3}, vm::DType::kFloat32),
                                       i64s({0, 4}, {2})};
-  EXPECT_USER_ERROR(m.run(out_of_range), "%y = Unsqueeze: axis 1 (a[1]) is out of range for rank 4");
+  EXPECT_USER_ERROR(m.run(out_of_range),
+                    "%y = Unsqueeze: axis 1 (a[1]) is out of range for rank 4");
 
   vm::VirtualMachine sq = machine_for(R"(fn @main(%x: f32[1, 3, 1], %a: i64[1]) {
   %y = Squeeze(%x, %a)
@@ -154,13 +160,13 @@ TEST(RuntimeSymbols, UnsqueezeAndSqueezeAtAxesReadAtRunTime) {
   EXPECT_EQ(sq.run(first).at(0).as_tensor().shape(), (vm::Shape{3, 1}));
   std::vector<vm::Value> last{vm::Tensor::empty({1, 3, 1}, vm::DType::kFloat32), i64s({-1}, {1})};
   EXPECT_EQ(sq.run(last).at(0).as_tensor().shape(), (vm::Shape{1, 3}));
-  std::vector<vm::Value> middle{vm::Tensor::empty({1, 3, 1}, vm::DType::kFloat32),
-                                i64s({1}, {1})};
+  std::vector<vm::Value> middle{vm::Tensor::empty({1, 3, 1}, vm::DType::kFloat32), i64s({1}, {1})};
   EXPECT_USER_ERROR(sq.run(middle), "%y = Squeeze: dim 1 (3) is squeezed but is not 1");
 }
 
 TEST(RuntimeSymbols, SliceWithBoundsAxesAndStepsReadAtRunTime) {
-  vm::VirtualMachine m = machine_for(R"(fn @main(%x: f32[10], %s: i64[1], %e: i64[1], %a: i64[1], %t: i64[1]) {
+  vm::VirtualMachine m =
+      machine_for(R"(fn @main(%x: f32[10], %s: i64[1], %e: i64[1], %a: i64[1], %t: i64[1]) {
   %y = Slice(%x, %s, %e, %a, %t)
   return %y
 })");
@@ -171,10 +177,10 @@ TEST(RuntimeSymbols, SliceWithBoundsAxesAndStepsReadAtRunTime) {
     return std::vector<float>(y.data_as<float>(), y.data_as<float>() + y.numel());
   };
   EXPECT_EQ(run(2, 8, 3), (std::vector<float>{2, 5}));
-  EXPECT_EQ(run(-3, 100, 1), (std::vector<float>{7, 8, 9}));         // from the end, clamped
-  EXPECT_EQ(run(8, 1, -3), (std::vector<float>{8, 5, 2}));           // backwards
-  EXPECT_EQ(run(100, -100, -4), (std::vector<float>{9, 5, 1}));      // clamped both ways
-  EXPECT_EQ(run(5, 5, 1), (std::vector<float>{}));                   // empty
+  EXPECT_EQ(run(-3, 100, 1), (std::vector<float>{7, 8, 9}));     // from the end, clamped
+  EXPECT_EQ(run(8, 1, -3), (std::vector<float>{8, 5, 2}));       // backwards
+  EXPECT_EQ(run(100, -100, -4), (std::vector<float>{9, 5, 1}));  // clamped both ways
+  EXPECT_EQ(run(5, 5, 1), (std::vector<float>{}));               // empty
   EXPECT_EQ(run(-1, std::numeric_limits<int64_t>::min(), -1).size(), 10u);
   std::vector<vm::Value> zero{iota(10), i64s({0}, {1}), i64s({5}, {1}), i64s({0}, {1}),
                               i64s({0}, {1})};
@@ -223,6 +229,34 @@ TEST(RuntimeSymbols, ReductionsOverAxesReadAtRunTime) {
   EXPECT_USER_ERROR(m.run(bad), "%s = ReduceSum: axis 0 (a[0]) is out of range for rank 2");
 }
 
+TEST(RuntimeSymbols, TopKWithKReadAtRunTime) {
+  vm::VirtualMachine m = machine_for(R"(fn @main(%x: f32[2, 5], %k: i64[1]) {
+  %t = TopK(%x, %k) {axis=-1, largest=1, num_outputs=2}
+  %b = TopK(%x, %k) {axis=1, largest=0, num_outputs=2}
+  return (%t.0, %t.1, %b.0, %b.1)
+})");
+  vm::Tensor x = vm::Tensor::from_vector(std::vector<float>{3, 1, 4, 1, 5, 9, 2, 6, 5, 3},
+                                         {2, 5}, vm::DType::kFloat32);
+  auto floats = [](const vm::Tensor& t) {
+    return std::vector<float>(t.data_as<float>(), t.data_as<float>() + t.numel());
+  };
+  auto ints = [](const vm::Tensor& t) {
+    return std::vector<int64_t>(t.data_as<int64_t>(), t.data_as<int64_t>() + t.numel());
+  };
+  std::vector<vm::Value> three{x, i64s({3}, {1})};
+  std::vector<vm::Value> out = m.run(three);
+  ASSERT_EQ(out[0].as_tensor().shape(), (vm::Shape{2, 3}));
+  EXPECT_EQ(floats(out[0].as_tensor()), (std::vector<float>{5, 4, 3, 9, 6, 5}));
+  EXPECT_EQ(ints(out[1].as_tensor()), (std::vector<int64_t>{4, 2, 0, 0, 2, 3}));
+  // Smallest first; the tie of the two 1s goes to the lower index.
+  EXPECT_EQ(floats(out[2].as_tensor()), (std::vector<float>{1, 1, 3, 2, 3, 5}));
+  EXPECT_EQ(ints(out[3].as_tensor()), (std::vector<int64_t>{1, 3, 0, 1, 4, 3}));
+  std::vector<vm::Value> none{x, i64s({0}, {1})};
+  EXPECT_EQ(m.run(none)[0].as_tensor().shape(), (vm::Shape{2, 0}));
+  std::vector<vm::Value> many{x, i64s({6}, {1})};
+  EXPECT_USER_ERROR(m.run(many), "%t = TopK: k (k[0]) is not in 0..5");
+}
+
 TEST(RuntimeSymbols, UnrelatedSymbolicDimsBroadcastAtRunTime) {
   // An upsampled map added to a skip connection: two dims only the run time relates.
   vm::VirtualMachine m = machine_for(R"(dim n: 1..64
@@ -244,7 +278,8 @@ fn @main(%x: f32[n, 2], %y: f32[k, 1]) {
     ASSERT_EQ(w.shape(), (vm::Shape{std::max(n, k), 2})) << n << " " << k;
     for (int64_t r = 0; r < std::max(n, k); ++r) {
       for (int64_t c = 0; c < 2; ++c) {
-        float want = x.data_as<float>()[(n == 1 ? 0 : r) * 2 + c] + y.data_as<float>()[k == 1 ? 0 : r];
+        float want =
+            x.data_as<float>()[(n == 1 ? 0 : r) * 2 + c] + y.data_as<float>()[k == 1 ? 0 : r];
         EXPECT_EQ(w.data_as<float>()[r * 2 + c], want) << n << " " << k << " " << r << " " << c;
       }
     }

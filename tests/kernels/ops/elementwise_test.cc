@@ -5,12 +5,12 @@
 // unsigned types, IsInf / IsNaN, Shrink, Quantize / DequantizeLinear per tensor and per
 // axis. References are double-precision loops over the same float inputs (C shifts,
 // nearbyint for round half to even) and hand-computed values.
-#include "kernels/arith/printer.h"
 #include "kernels/ops/elementwise.h"
 
 #include <cmath>
 #include <map>
 
+#include "kernels/arith/printer.h"
 #include "kernels/ops/quantize.h"
 #include "tests/kernels/ops/op_test_util.h"
 
@@ -398,8 +398,9 @@ TEST(ElementwiseBuilders, RejectBadTypesAndShapes) {
   arith::Var n("n"), k("k");
   EXPECT_THROW(binary(BinaryOp::kAdd, {kF32, dims({3})}, {kF32, dims({4})}), UserError);
   // Two different symbolic dims broadcast at run time (the compiler checks them first).
-  EXPECT_EQ(arith::to_string(binary(BinaryOp::kAdd, {kF32, {n}}, {kF32, {k}}).outputs[0]->shape()[0]),
-            "select(n == 1, k, n)");
+  EXPECT_EQ(
+      arith::to_string(binary(BinaryOp::kAdd, {kF32, {n}}, {kF32, {k}}).outputs[0]->shape()[0]),
+      "select(n == 1, k, n)");
   EXPECT_THROW(binary(BinaryOp::kAdd, {kF32, {n}}, {kI32, {n}}), UserError);
   EXPECT_THROW(binary(BinaryOp::kAnd, {kF32, {n}}, {kF32, {n}}), UserError);
   EXPECT_THROW(unary(UnaryOp::kExp, {kI32, {n}}), UserError);
