@@ -106,8 +106,11 @@ class FunctionLowering : public ExprFunctor<Regs(const Expr&, const std::string&
       code_.push_back({vm::Opcode::Dim, {r, tensor, s.index}});
       return r;
     }
-    if (placement_.kernel_device.type != vm::DeviceType::kCPU &&
-        placement_.device_of(s.var_id, s.field).type != vm::DeviceType::kCPU) {
+    // Read on the host: a value a kernel left on another device is copied first (inputs
+    // and host-computed values, which the placement may not list, are on the host).
+    auto placed = placement_.devices.find(s.var_id);
+    if (placed != placement_.devices.end() && s.field < placed->second.size() &&
+        placed->second[s.field].type != vm::DeviceType::kCPU) {
       tensor = device_copy(tensor, vm::kCpu);
     }
     code_.push_back({vm::Opcode::LoadElem, {r, tensor, s.index}});
