@@ -4,6 +4,8 @@
 #include "compiler/op/bind_families.h"
 #include "kernels/ops/eye_like.h"
 #include "kernels/ops/gather.h"
+#include "kernels/ops/nonzero.h"
+#include "kernels/ops/scatter.h"
 #include "kernels/ops/space_depth.h"
 #include "kernels/ops/topk.h"
 
@@ -50,9 +52,53 @@ KernelBinding bind_topk(const BindContext& ctx) {
       [=](const auto& t) { return ops::topk(t[0], axis, largest, shape); });
 }
 
+KernelBinding bind_scatter(const BindContext& ctx, bool nd) {
+  const std::string name = attr_string(ctx.attrs(), "reduction", "none", ctx.where());
+  const ops::ScatterReduction r = ops::scatter_reduction(name);
+  if (nd) {
+    return kernel_binding(ctx, "ScatterND", "reduction=" + name, {0, 1, 2},
+                          [r](const auto& t) { return ops::scatter_nd(t[0], t[1], t[2], r); });
+  }
+  const int64_t axis = attr_int(ctx.attrs(), "axis", 0, ctx.where());
+  return kernel_binding(
+      ctx, "ScatterElements", str_cat("axis=", axis, ";reduction=", name), {0, 1, 2},
+      [=](const auto& t) { return ops::scatter_elements(t[0], t[1], t[2], axis, r); });
+}
+
+// NonZero, Compress: the count is the output's extent, bound from the output argument.
+KernelBinding bind_nonzero(const BindContext& ctx) {
+  std::string key;
+  const arith::Expr count = output_shape(ctx, 0, &key)[1];
+  return kernel_binding(ctx, "NonZero", key, {0},
+                        [=](const auto& t) { return ops::nonzero(t[0], count); });
+}
+
+KernelBinding bind_compress(const BindContext& ctx) {
+  const bool has_axis = ctx.attrs().count("axis") > 0;
+  const int64_t axis = attr_int(ctx.attrs(), "axis", 0, ctx.where());
+  std::string key;
+  std::vector<arith::Expr> shape = output_shape(ctx, 0, &key);
+  const size_t rank = ctx.input(0).type->dims.size();
+  const arith::Expr count =
+      has_axis ? shape[static_cast<size_t>(axis < 0 ? axis + static_cast<int64_t>(rank) : axis)]
+               : shape[0];
+  return kernel_binding(
+      ctx, "Compress", key + (has_axis ? ";axis=" + std::to_string(axis) : ""), {0, 1},
+      [=](const auto& t) { return ops::compress(t[0], t[1], count, has_axis, axis); });
+}
+
 }  // namespace
 
 void register_indexing_bindings() {
+  register_binding("ScatterElements",
+                   [](const BindContext& ctx) { return bind_scatter(ctx, false); });
+  register_binding("ScatterND", [](const BindContext& ctx) { return bind_scatter(ctx, true); });
+  register_binding("dynvm.CountNonZero", [](const BindContext& ctx) {
+    return kernel_binding(ctx, "CountNonZero", "", {0},
+                          [](const auto& t) { return ops::count_nonzero(t[0]); });
+  });
+  register_binding("NonZero", bind_nonzero);
+  register_binding("Compress", bind_compress);
   register_binding("TopK", bind_topk);
   register_binding("GatherND", [](const BindContext& ctx) {
     const int64_t b = attr_int(ctx.attrs(), "batch_dims", 0, ctx.where());

@@ -1,5 +1,7 @@
-// Type relations of GatherND, ReverseSequence, DepthToSpace, SpaceToDepth and EyeLike:
-// output dims as arith expressions of the input dims (DepthToSpace's C / b^2, H * b).
+// Type relations of GatherND, ReverseSequence, DepthToSpace, SpaceToDepth, EyeLike, TopK,
+// ScatterElements, ScatterND, NonZero and Compress: output dims as arith expressions of the
+// input dims (DepthToSpace's C / b^2, H * b) or of input values (TopK's k; the count the
+// importer binds next to NonZero and Compress, dynvm.CountNonZero).
 #include "compiler/op/families.h"
 #include "vm/error.h"
 
@@ -103,9 +105,52 @@ Facts topk_op(OpContext& ctx) {
   return {tensor_facts(ctx.dtype(0), dims), tensor_facts(vm::DType::kInt64, dims)};
 }
 
+// ScatterElements / ScatterND: data's type; indices int32 or int64, updates of data's dtype.
+Facts scatter_op(OpContext& ctx) {
+  if (ctx.dtype(1) != vm::DType::kInt64 && ctx.dtype(1) != vm::DType::kInt32) {
+    ctx.fail("indices must be int64 or int32");
+  }
+  if (ctx.dtype(2) != ctx.dtype(0)) ctx.fail("updates must have data's dtype");
+  if (ctx.rank(0) == 0) ctx.fail("data must have rank >= 1");
+  return {tensor_facts(ctx.dtype(0), ctx.dims(0))};
+}
+
+// dynvm.CountNonZero(x): how many elements of x are nonzero, an i64 scalar.
+Facts count_nonzero_op(OpContext&) { return {tensor_facts(vm::DType::kInt64, {})}; }
+
+// The count a NonZero or Compress gets as its input `k` (dynvm.CountNonZero's result).
+Dim count_input(OpContext& ctx, size_t k) {
+  std::optional<std::vector<Dim>> count = ctx.has_input(k) ? ctx.values(k) : std::nullopt;
+  if (!count || count->size() != 1) ctx.fail("needs its count (dynvm.CountNonZero) as input ", k);
+  return (*count)[0];
+}
+
+// NonZero(x, count): i64 [rank(x), count] (a scalar counts as rank 1).
+Facts nonzero_op(OpContext& ctx) {
+  const auto rank = static_cast<int64_t>(std::max<size_t>(ctx.rank(0), 1));
+  return {tensor_facts(vm::DType::kInt64, {Dim(rank), count_input(ctx, 1)})};
+}
+
+// Compress(x, condition, count): x's dims with `count` along the axis, or [count] flattened.
+Facts compress_op(OpContext& ctx) {
+  if (ctx.dtype(1) != vm::DType::kBool || ctx.rank(1) != 1) {
+    ctx.fail("the condition must be a one-dimensional bool tensor");
+  }
+  const Dim count = count_input(ctx, 2);
+  if (!ctx.attrs().count("axis")) return {tensor_facts(ctx.dtype(0), {count})};
+  std::vector<Dim> dims = ctx.dims(0);
+  dims[ctx.axis(ctx.attr_int("axis", 0), dims.size())] = count;
+  return {tensor_facts(ctx.dtype(0), dims)};
+}
+
 }  // namespace
 
 void register_indexing_ops() {
+  register_op({"ScatterElements", ShapeRule::kFromInputDims, 3, 3, scatter_op});
+  register_op({"ScatterND", ShapeRule::kFromInputDims, 3, 3, scatter_op});
+  register_op({"dynvm.CountNonZero", ShapeRule::kFromInputDims, 1, 1, count_nonzero_op});
+  register_op({"NonZero", ShapeRule::kFromInputValues, 2, 2, nonzero_op});
+  register_op({"Compress", ShapeRule::kFromInputValues, 3, 3, compress_op});
   register_op({"TopK", ShapeRule::kFromInputValues, 2, 2, topk_op});
   register_op({"GatherND", ShapeRule::kFromInputDims, 2, 2, gather_nd_op});
   register_op({"ReverseSequence", ShapeRule::kFromInputDims, 2, 2, reverse_sequence_op});

@@ -46,8 +46,9 @@ struct RunCheck {
 
 enum class ShapeRule : uint8_t {
   kFromInputDims,    // output dims are expressions of input dims
-  kFromInputValues,  // they need input values (Reshape's shape, Range, ConstantOfShape)
-  kFromResult,       // known only after the kernel ran (NonZero; none supported yet)
+  // They need input values (Reshape's shape, Range, ConstantOfShape). A size only the data
+  // decides (NonZero's, Compress's) is one too: a count op the importer binds beside it.
+  kFromInputValues,
 };
 
 class OpContext;

@@ -232,6 +232,14 @@ class GraphImporter {
         b.bindings.emplace_back(count, compiler::make_call("dynvm.RangeCount", form.inputs));
         form.inputs.push_back(count);
       }
+      if (form.op == "NonZero" || form.op == "Compress") {
+        // The data decides the output's extent: counted first, as a value of its own
+        // (dynvm.CountNonZero), so that the op's type has it as a run-time symbol.
+        Expr count = compiler::make_var(n.output(0) + "/count");
+        Expr counted = form.inputs[form.op == "NonZero" ? 0 : 1];
+        b.bindings.emplace_back(count, compiler::make_call("dynvm.CountNonZero", {counted}));
+        form.inputs.push_back(count);
+      }
       value = compiler::make_call(form.op, form.inputs, form.attrs);
     }
     bind_outputs(n, value, b, where);

@@ -35,7 +35,8 @@ const std::set<std::string>& supported_ops() {
       "Concat", "Constant", "ConstantOfShape", "CumSum", "Expand", "Flatten", "Gather",
       "GatherElements", "Identity", "Dropout", "Pad", "Range", "Reshape", "Resize", "Shape", "Size",
       "Slice", "Split", "Squeeze", "Tile", "Transpose", "Unsqueeze", "GatherND", "ReverseSequence",
-      "DepthToSpace", "SpaceToDepth", "EyeLike", "TopK",
+      "DepthToSpace", "SpaceToDepth", "EyeLike", "TopK", "Scatter", "ScatterElements", "ScatterND",
+      "NonZero", "Compress",
       // control flow and recurrences
       "If", "Loop", "Scan", "LSTM", "GRU", "RNN"};
   return ops;
@@ -96,6 +97,7 @@ void check_supported(const std::string& op, int64_t opset, const std::string& wh
 }
 
 void normalize(NodeForm& node, int64_t opset, const std::string& where) {
+  if (node.op == "Scatter") node.op = "ScatterElements";  // opsets 9-10, the same operator
   const std::string& op = node.op;
   if ((op == "Squeeze" || op == "Unsqueeze") && opset < 13) {
     attr_to_input(node, "axes", 1, op == "Unsqueeze", where);

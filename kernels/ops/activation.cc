@@ -8,8 +8,6 @@
 namespace dynvm::ops {
 namespace {
 
-std::string dtype_suffix(vm::DType t) { return tir::to_string(tir::DataType{t, 1}); }
-
 // `math` over x (and a slope broadcast to it); floating-point inputs only.
 OpInstance over_x(std::string name, const std::vector<TensorType>& ins,
                   const std::function<tir::Expr(const std::vector<tir::Expr>&)>& math) {

@@ -18,8 +18,6 @@ Expr c(const Expr& like, double v) { return tir::make_const(like.type(), v); }
 Expr fn(Intrinsic f, const Expr& x) { return tir::call(f, x); }
 Expr cmp(tir::CompareOp op, const Expr& a, const Expr& b) { return tir::compare(op, a, b); }
 
-std::string dtype_suffix(vm::DType t) { return tir::to_string(tir::DataType{t, 1}); }
-
 void require_float(const char* op, const TensorType& x) {
   if (!vm::is_floating(x.dtype)) {
     user_error(op, " needs a floating-point input, got ", dtype_suffix(x.dtype));

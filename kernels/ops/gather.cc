@@ -10,14 +10,6 @@
 namespace dynvm::ops {
 namespace {
 
-std::string dtype_suffix(vm::DType t) { return tir::to_string(tir::DataType{t, 1}); }
-
-size_t normalize_axis(const char* op, int64_t axis, size_t rank) {
-  auto r = static_cast<int64_t>(rank);
-  if (axis < -r || axis >= r) user_error(op, ": axis ", axis, " is out of range for rank ", r);
-  return static_cast<size_t>(axis < 0 ? axis + r : axis);
-}
-
 void check_types(const char* op, const TensorType& data, const TensorType& indices, size_t axis) {
   if (indices.dtype != vm::DType::kInt32 && indices.dtype != vm::DType::kInt64) {
     user_error(op, ": indices must be int32 or int64, got ", dtype_suffix(indices.dtype));

@@ -19,8 +19,6 @@ namespace {
 using tir::Expr;
 using tir::Intrinsic;
 
-std::string dtype_suffix(vm::DType t) { return tir::to_string(tir::DataType{t, 1}); }
-
 // The keepdims shape with dims in `reduced` set to 1, and readers for it.
 struct RowGeometry {
   std::vector<bool> reduced;

@@ -30,4 +30,12 @@ tir::LoweredFunc lower_op(const OpInstance& op, const KnobValues& knobs, const s
   return tir::lower(std::move(func), lower_options);
 }
 
+std::string dtype_suffix(vm::DType t) { return tir::to_string(tir::DataType{t, 1}); }
+
+size_t normalize_axis(const char* op, int64_t axis, size_t rank) {
+  auto r = static_cast<int64_t>(rank);
+  if (axis < -r || axis >= r) user_error(op, ": axis ", axis, " is out of range for rank ", r);
+  return static_cast<size_t>(axis < 0 ? axis + r : axis);
+}
+
 }  // namespace dynvm::ops

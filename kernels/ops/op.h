@@ -73,6 +73,12 @@ inline OpInstance with_epilogue_builder(std::function<OpInstance(const FusedEpil
   return op;
 }
 
+// "f32", "i64", ...: how kernel names spell a dtype.
+std::string dtype_suffix(vm::DType t);
+
+// axis in [-rank, rank) as an index in [0, rank); else a UserError naming `op`.
+size_t normalize_axis(const char* op, int64_t axis, size_t rank);
+
 // The value of `name` in `knobs`, else the knob's default (UserError if no such knob).
 int64_t knob(const OpInstance& op, const KnobValues& knobs, const std::string& name);
 

@@ -10,8 +10,6 @@ namespace {
 
 using tir::Expr;
 
-std::string dtype_suffix(vm::DType t) { return tir::to_string(tir::DataType{t, 1}); }
-
 // How x's elements find their scale / zero point: none (per tensor) or x's dim `axis`.
 struct QuantParams {
   bool per_axis = false;

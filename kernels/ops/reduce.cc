@@ -12,8 +12,6 @@ namespace {
 
 using tir::Expr;
 
-std::string dtype_suffix(vm::DType t) { return tir::to_string(tir::DataType{t, 1}); }
-
 // The reduction's geometry: which input dims are reduced, the output shape, and how to
 // turn (output indices, reduce vars) into input indices.
 struct ReduceGeometry {

@@ -150,8 +150,6 @@ arith::Expr clamp(const arith::Expr& index, const arith::Expr& extent) {
   return arith::max(arith::min(index, extent - arith::Expr(1)), arith::Expr(0));
 }
 
-std::string dtype_suffix(vm::DType t) { return tir::to_string(tir::DataType{t, 1}); }
-
 }  // namespace
 
 ResizeMode resize_mode_from_string(const std::string& mode) {

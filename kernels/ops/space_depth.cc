@@ -8,8 +8,6 @@
 namespace dynvm::ops {
 namespace {
 
-std::string dtype_suffix(vm::DType t) { return tir::to_string(tir::DataType{t, 1}); }
-
 void check_input(const char* op, const TensorType& x, int64_t blocksize) {
   if (x.shape.size() != 4) user_error(op, ": the input must be 4-D (N x C x H x W)");
   if (blocksize < 1) user_error(op, ": blocksize must be positive, got ", blocksize);

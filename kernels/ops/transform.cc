@@ -22,8 +22,6 @@ using arith::Expr;
 // far from int64 overflow.
 constexpr int64_t kHugeIndex = int64_t{1} << 48;
 
-std::string dtype_suffix(vm::DType t) { return tir::to_string(tir::DataType{t, 1}); }
-
 bool is_const(const Expr& e, int64_t v) { return e.is_int_imm() && e.int_value() == v; }
 
 void bind_dim_vars(arith::Analyzer& analyzer, const Expr& e) {
@@ -42,12 +40,6 @@ arith::Analyzer dims_analyzer(const std::vector<std::vector<Expr>>& shapes) {
     for (const Expr& d : shape) bind_dim_vars(analyzer, d);
   }
   return analyzer;
-}
-
-size_t normalize_axis(const char* op, int64_t axis, size_t rank) {
-  auto r = static_cast<int64_t>(rank);
-  if (axis < -r || axis >= r) user_error(op, ": axis ", axis, " is out of range for rank ", r);
-  return static_cast<size_t>(axis < 0 ? axis + r : axis);
 }
 
 Expr clamp(const Expr& e, const Expr& lo, const Expr& hi) {

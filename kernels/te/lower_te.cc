@@ -43,6 +43,7 @@ struct StageInfo {
   std::map<size_t, std::vector<StageInfo*>> attached;
   StageLoops loops;
   tir::BufferRef buffer;
+  ScatterUpdate update;  // scatters: the update with inlined stages substituted
 };
 
 void collect_vars(const Expr& e, std::unordered_set<arith::VarId>& out) {
@@ -189,7 +190,15 @@ class Lowerer {
   tir::Expr effective_body(const Stage* stage) {
     auto it = bodies_.find(stage);
     if (it != bodies_.end()) return it->second;
-    tir::Expr body = substitute(stage->body(), {}, [&](const tir::Expr& read) {
+    tir::Expr body = inline_reads(stage->body());
+    bodies_[stage] = body;
+    return body;
+  }
+
+  // expr with every read of an inlined stage replaced by that stage's effective body.
+  tir::Expr inline_reads(const tir::Expr& expr) {
+    if (!expr.defined()) return expr;
+    return substitute(expr, {}, [&](const tir::Expr& read) {
       const Stage* producer = schedule_.find(read->tensor.get());
       if (!producer || producer->attach_kind() != AttachKind::kInline) return read;
       IndexMap map;
@@ -198,8 +207,6 @@ class Lowerer {
       }
       return substitute(effective_body(producer), map);
     });
-    bodies_[stage] = body;
-    return body;
   }
 
   void collect_stages() {
@@ -216,6 +223,7 @@ class Lowerer {
       }
       info.body = effective_body(stage.get());
       if (stage->tensor()->is_scan()) check_scan(info);
+      if (stage->tensor()->is_scatter()) check_scatter(info);
       if (stage->is_reduction()) {
         for (const IterVar& r : info.body->reduce_axes) {
           for (const arith::Var& v : stage->op_axis()) {
@@ -230,23 +238,29 @@ class Lowerer {
     // Readers, now that inlined stages are gone from the bodies.
     for (const auto& stage : schedule_.stages()) {
       if (stage->attach_kind() == AttachKind::kInline) continue;
-      tir::visit(infos_.at(stage.get()).body, [&](const tir::Expr& e) {
-        if (e.kind() != tir::ExprKind::kTensorRead) return;
-        const Tensor* t = e->tensor.get();
-        if (t->kind() == Tensor::Kind::kPlaceholder) {
-          if (!params_.count(t) && t != stage->tensor()->scan_state().get()) {
-            user_error("lower ", name_, ": ", stage->name(), " reads ", t->name(),
-                       ", which is not among the arguments");
+      const StageInfo& reader = infos_.at(stage.get());
+      std::vector<tir::Expr> exprs = {reader.body, reader.update.when, reader.update.value};
+      for (const auto& let : reader.update.lets) exprs.push_back(let.second);
+      for (const tir::Expr& expr : exprs) {
+        if (!expr.defined()) continue;
+        tir::visit(expr, [&](const tir::Expr& e) {
+          if (e.kind() != tir::ExprKind::kTensorRead) return;
+          const Tensor* t = e->tensor.get();
+          if (t->kind() == Tensor::Kind::kPlaceholder) {
+            if (!params_.count(t) && t != stage->tensor()->self_state().get()) {
+              user_error("lower ", name_, ": ", stage->name(), " reads ", t->name(),
+                         ", which is not among the arguments");
+            }
+            return;
           }
-          return;
-        }
-        const Stage* producer = schedule_.find(t);
-        DYNVM_INTERNAL_CHECK(producer, "no stage for ", t->name());
-        auto& consumers = infos_.at(producer).consumers;
-        if (std::find(consumers.begin(), consumers.end(), stage.get()) == consumers.end()) {
-          consumers.push_back(stage.get());
-        }
-      });
+          const Stage* producer = schedule_.find(t);
+          DYNVM_INTERNAL_CHECK(producer, "no stage for ", t->name());
+          auto& consumers = infos_.at(producer).consumers;
+          if (std::find(consumers.begin(), consumers.end(), stage.get()) == consumers.end()) {
+            consumers.push_back(stage.get());
+          }
+        });
+      }
     }
     for (auto& [stage, info] : infos_) {
       info.live =
@@ -272,7 +286,22 @@ class Lowerer {
     if (stage.attach_kind() != AttachKind::kRoot) {
       user_error("lower ", name_, ": the scan ", stage.name(), " must be computed at the root");
     }
-    scan_states_[stage.tensor()->scan_state().get()] = &info;
+    self_states_[stage.tensor()->scan_state().get()] = &info;
+  }
+
+  // A scatter's pass runs after its init, over the whole tensor: it is computed at the
+  // root, and the update reads what inlined stages compute through their bodies.
+  void check_scatter(StageInfo& info) {
+    const Stage& stage = *info.stage;
+    if (stage.attach_kind() != AttachKind::kRoot) {
+      user_error("lower ", name_, ": the scatter ", stage.name(), " must be computed at the root");
+    }
+    const ScatterSpec& spec = *stage.tensor()->scatter();
+    info.update = spec.update;
+    for (auto& let : info.update.lets) let.second = inline_reads(let.second);
+    info.update.when = inline_reads(info.update.when);
+    info.update.value = inline_reads(info.update.value);
+    self_states_[spec.self.get()] = &info;
   }
 
   // ---- 3. compute_at ----
@@ -468,8 +497,8 @@ class Lowerer {
       const Tensor* t = read->tensor.get();
       std::vector<Expr> indices = read->indices;
       tir::BufferRef buffer;
-      if (auto scan = scan_states_.find(t); scan != scan_states_.end()) {
-        buffer = scan->second->buffer;  // the scan's previous element: its own buffer
+      if (auto self = self_states_.find(t); self != self_states_.end()) {
+        buffer = self->second->buffer;  // a scan's previous element, a scatter's contents
       } else if (t->kind() == Tensor::Kind::kPlaceholder) {
         buffer = params_.at(t);
       } else {
@@ -531,6 +560,13 @@ class Lowerer {
   tir::Stmt emit(StageInfo& info) {
     if (info.stage->is_reduction()) return emit_reduction(info);
     if (info.stage->tensor()->is_scan()) return emit_scan(info);
+    if (info.stage->tensor()->is_scatter()) {
+      return tir::make_seq({emit_elementwise(info), emit_scatter_pass(info)});
+    }
+    return emit_elementwise(info);
+  }
+
+  tir::Stmt emit_elementwise(StageInfo& info) {
     AxisExprMap own;
     for (const IterVarRef& leaf : info.stage->leaf_axes()) own[leaf.get()] = leaf->var;
     AxisExprMap values = axis_values(info.loops, own);
@@ -545,6 +581,44 @@ class Lowerer {
   // The body is select(first element, init, update): an if instead, so that update (which
   // reads the element one step back) never runs at the first element. A reverse scan's
   // loop counts down.
+  // A scatter's pass: serial loops over the domain; in them the lets, then, when `when`
+  // holds and every index is inside the tensor, the store.
+  tir::Stmt emit_scatter_pass(StageInfo& info) {
+    const ScatterSpec& spec = *info.stage->tensor()->scatter();
+    const ScatterUpdate& u = info.update;
+    for (size_t d = 0; d < spec.domain.size(); ++d) {
+      bind_loop_var(spec.domain_vars[d], spec.domain[d], *info.stage);
+    }
+    const auto& shape = info.stage->tensor()->shape();
+    std::vector<Expr> at, guards;
+    for (size_t d = 0; d < u.at.size(); ++d) {
+      at.push_back(analyzer_.simplify(u.at[d]));
+      guards.push_back(analyzer_.simplify(arith::ge(at[d], 0)));
+      guards.push_back(analyzer_.simplify(arith::lt(at[d], shape[d])));
+    }
+    std::vector<Expr> kept;
+    for (const Expr& g : guards) {
+      if (!(g.is_int_imm() && g.int_value() != 0)) kept.push_back(g);
+    }
+    tir::Stmt body = tir::make_store(info.buffer, at, lower_expr(u.value, {}));
+    if (u.when.defined()) {
+      arith::Var w("when");
+      kept.insert(kept.begin(), arith::ne(w, 0));
+      body = guarded(kept, std::move(body));
+      body = tir::make_let_index(w, tir::cast(tir::i64(), lower_expr(u.when, {})), body);
+    } else {
+      body = guarded(kept, std::move(body));
+    }
+    for (size_t k = u.lets.size(); k-- > 0;) {
+      body = tir::make_let_index(u.lets[k].first, lower_expr(u.lets[k].second, {}), body);
+    }
+    for (size_t d = spec.domain.size(); d-- > 0;) {
+      body = tir::make_for(spec.domain_vars[d], Expr(0), spec.domain[d], tir::ForKind::kSerial,
+                           std::move(body));
+    }
+    return body;
+  }
+
   tir::Stmt emit_scan(StageInfo& info) {
     const Stage& stage = *info.stage;
     const IterVarRef& axis = stage.root_axes()[stage.tensor()->scan_axis()];
@@ -572,7 +646,8 @@ class Lowerer {
   std::unordered_map<const Tensor*, tir::BufferRef> params_;
   std::unordered_map<const Stage*, StageInfo> infos_;
   std::unordered_map<const Stage*, tir::Expr> bodies_;
-  std::unordered_map<const Tensor*, const StageInfo*> scan_states_;  // state -> its scan
+  // A scan's or scatter's own-contents placeholder -> its stage.
+  std::unordered_map<const Tensor*, const StageInfo*> self_states_;
   std::unordered_set<arith::VarId> loop_vars_;
   std::unordered_map<arith::VarId, std::string> qualified_names_;  // "B.i0.outer"
   arith::Analyzer analyzer_;

@@ -226,8 +226,9 @@ void Stage::compute_inline() {
   if (is_reduction()) {
     user_error("compute_inline: ", name(), " is a reduction (only element-wise stages inline)");
   }
-  if (tensor_->is_scan()) {
-    user_error("compute_inline: ", name(), " is a scan (it reads its own previous elements)");
+  if (tensor_->is_scan() || tensor_->is_scatter()) {
+    user_error("compute_inline: ", name(), " is a ", tensor_->is_scan() ? "scan" : "scatter",
+               " (it reads its own earlier elements)");
   }
   attach_kind_ = AttachKind::kInline;
   attach_stage_ = nullptr;
@@ -240,8 +241,9 @@ void Stage::compute_at(Stage& consumer, const IterVarRef& axis) {
     user_error("compute_at: stage ", consumer.name(), " belongs to another schedule");
   }
   if (&consumer == this) user_error("compute_at: stage ", name(), " cannot attach to itself");
-  if (tensor_->is_scan()) {
-    user_error("compute_at: ", name(), " is a scan (computed whole, along its scan axis)");
+  if (tensor_->is_scan() || tensor_->is_scatter()) {
+    user_error("compute_at: ", name(), " is a ", tensor_->is_scan() ? "scan" : "scatter",
+               " (computed whole, at the root)");
   }
   consumer.leaf_position(axis, "compute_at");
   attach_kind_ = AttachKind::kAt;
@@ -326,8 +328,9 @@ TensorRef Schedule::cache_write(const TensorRef& tensor, const std::string& scop
     user_error("cache_write ", tensor->name(),
                ": must come before any other primitive on its stage");
   }
-  if (tensor->is_scan()) {
-    user_error("cache_write ", tensor->name(), ": a scan reads its own buffer and is not cached");
+  if (tensor->is_scan() || tensor->is_scatter()) {
+    user_error("cache_write ", tensor->name(), ": a ", tensor->is_scan() ? "scan" : "scatter",
+               " reads its own buffer and is not cached");
   }
   // The cache computes the stage's body over its own fresh axes...
   const Stage& original = stage;

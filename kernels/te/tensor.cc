@@ -137,6 +137,51 @@ TensorRef scan(std::string name, std::vector<arith::Expr> shape, size_t axis, bo
   return t;
 }
 
+TensorRef scatter(std::string name, std::vector<arith::Expr> shape,
+                  const std::function<tir::Expr(const Indices&)>& init,
+                  std::vector<arith::Expr> domain,
+                  const std::function<ScatterUpdate(const Indices&, const TensorRef&)>& update) {
+  const std::string what = "scatter " + name;
+  check_shape(what, domain);
+  TensorRef t = compute(name, shape, init);
+  if (t->body().kind() == tir::ExprKind::kReduce) user_error(what, ": init may not reduce");
+  auto spec = std::make_shared<ScatterSpec>();
+  spec->domain = std::move(domain);
+  for (size_t d = 0; d < spec->domain.size(); ++d) {
+    spec->domain_vars.emplace_back("j" + std::to_string(d));
+  }
+  spec->self = placeholder(name + ".self", shape, t->dtype());
+  spec->update = update(spec->domain_vars, spec->self);
+  ScatterUpdate& u = spec->update;
+  if (u.at.size() != shape.size()) {
+    user_error(what, ": the update writes ", u.at.size(), " indices into a tensor of rank ",
+               shape.size());
+  }
+  if (!u.value.defined() || u.value.type() != tir::DataType{t->dtype(), 1}) {
+    user_error(what, ": the update's value must be a scalar ",
+               tir::to_string(tir::DataType{t->dtype(), 1}));
+  }
+  if (u.when.defined() && !u.when.type().is_bool()) user_error(what, ": `when` must be boolean");
+  auto* mutable_t = const_cast<Tensor*>(t.get());  // made above, held by nobody else yet
+  std::unordered_set<const Tensor*> seen;
+  for (const TensorRef& in : t->inputs()) seen.insert(in.get());
+  auto note_reads = [&](const tir::Expr& e) {
+    if (!e.defined()) return;
+    tir::visit(e, [&](const tir::Expr& x) {
+      if (x.kind() == tir::ExprKind::kReduce) user_error(what, ": an update may not reduce");
+      if (x.kind() == tir::ExprKind::kTensorRead && x->tensor != spec->self &&
+          seen.insert(x->tensor.get()).second) {
+        mutable_t->inputs_.push_back(x->tensor);
+      }
+    });
+  };
+  for (const auto& [var, value] : u.lets) note_reads(value);
+  note_reads(u.when);
+  note_reads(u.value);
+  mutable_t->scatter_ = std::move(spec);
+  return t;
+}
+
 tir::Expr read(const TensorRef& tensor, std::vector<arith::Expr> indices) {
   if (!tensor) user_error("read: the tensor is null");
   if (indices.size() != tensor->ndim()) {

@@ -32,6 +32,24 @@ using tir::IterVar;
 class Tensor;
 using TensorRef = std::shared_ptr<const Tensor>;
 
+// What one point of a scatter's domain does (see scatter()).
+struct ScatterUpdate {
+  // Integer values loaded first, in order; each var may appear in the later ones, in `at`,
+  // `when` and `value` (an index read from a tensor).
+  std::vector<std::pair<arith::Var, tir::Expr>> lets;
+  tir::Expr when;               // boolean; undefined: always
+  std::vector<arith::Expr> at;  // the element written (one index per dim)
+  tir::Expr value;              // its new value; may read the tensor's own contents anywhere
+};
+
+// A scatter's serial pass (Tensor::scatter()).
+struct ScatterSpec {
+  Indices domain_vars;
+  std::vector<arith::Expr> domain;
+  ScatterUpdate update;
+  TensorRef self;  // the placeholder that stands for the tensor's current contents
+};
+
 class Tensor {
  public:
   enum class Kind : uint8_t { kPlaceholder, kCompute };
@@ -54,6 +72,11 @@ class Tensor {
   bool is_scan() const { return scan_state_ != nullptr; }
   size_t scan_axis() const { return scan_axis_; }
   bool scan_reverse() const { return scan_reverse_; }
+  // Scatters (scatter()): the serial pass after the element-wise init; null otherwise.
+  const ScatterSpec* scatter() const { return scatter_.get(); }
+  bool is_scatter() const { return scatter_ != nullptr; }
+  // The placeholder a scan or scatter reads its own buffer through; null otherwise.
+  const TensorRef& self_state() const { return is_scatter() ? scatter_->self : scan_state_; }
 
  private:
   friend TensorRef placeholder(std::string, std::vector<arith::Expr>, vm::DType);
@@ -62,6 +85,10 @@ class Tensor {
   friend TensorRef scan(std::string, std::vector<arith::Expr>, size_t, bool,
                         const std::function<tir::Expr(const Indices&)>&,
                         const std::function<tir::Expr(const Indices&, tir::Expr)>&);
+  friend TensorRef scatter(std::string, std::vector<arith::Expr>,
+                           const std::function<tir::Expr(const Indices&)>&,
+                           std::vector<arith::Expr>,
+                           const std::function<ScatterUpdate(const Indices&, const TensorRef&)>&);
   Tensor() = default;
   std::string name_;
   vm::DType dtype_ = vm::DType::kFloat32;
@@ -73,6 +100,7 @@ class Tensor {
   TensorRef scan_state_;
   size_t scan_axis_ = 0;
   bool scan_reverse_ = false;
+  std::shared_ptr<const ScatterSpec> scatter_;
 };
 
 TensorRef placeholder(std::string name, std::vector<arith::Expr> shape, vm::DType dtype);
@@ -90,6 +118,19 @@ TensorRef compute(std::string name, std::vector<arith::Expr> shape,
 TensorRef scan(std::string name, std::vector<arith::Expr> shape, size_t axis, bool reverse,
                const std::function<tir::Expr(const Indices&)>& init,
                const std::function<tir::Expr(const Indices&, tir::Expr prev)>& update);
+
+// A scatter: every element starts as init(i) (element-wise, scheduled like any compute),
+// then one serial pass visits the points j of `domain` in row-major order and, where
+// update(j, self).when holds, stores update.value at update.at. `self` reads the tensor's
+// current contents (anywhere: a combining scatter reads the element it replaces, a greedy
+// selection the elements decided before). Writes outside the tensor are skipped. This is
+// how data decides where results go (ScatterElements / ScatterND, NonZero's positions,
+// NonMaxSuppression's selections); the pass is serial, so its cost is the domain's size.
+// A scatter is computed at the root: it may not be inlined, compute_at'ed or cache_written.
+TensorRef scatter(
+    std::string name, std::vector<arith::Expr> shape,
+    const std::function<tir::Expr(const Indices&)>& init, std::vector<arith::Expr> domain,
+    const std::function<ScatterUpdate(const Indices& j, const TensorRef& self)>& update);
 
 // tensor(indices...): reads one element (indices must match the rank).
 tir::Expr read(const TensorRef& tensor, std::vector<arith::Expr> indices);
