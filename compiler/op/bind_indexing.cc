@@ -4,6 +4,7 @@
 #include "compiler/op/bind_families.h"
 #include "kernels/ops/eye_like.h"
 #include "kernels/ops/gather.h"
+#include "kernels/ops/nms.h"
 #include "kernels/ops/nonzero.h"
 #include "kernels/ops/scatter.h"
 #include "kernels/ops/space_depth.h"
@@ -87,9 +88,40 @@ KernelBinding bind_compress(const BindContext& ctx) {
       [=](const auto& t) { return ops::compress(t[0], t[1], count, has_axis, axis); });
 }
 
+// NonMaxSuppression and its count: the optional scalars that are present are arguments.
+KernelBinding bind_nms(const BindContext& ctx, bool count) {
+  std::vector<size_t> args = {0, 1};
+  std::string present;
+  for (size_t k = 2; k < 5; ++k) {
+    if (!ctx.has_input(k)) continue;
+    args.push_back(k);
+    present += std::to_string(k);
+  }
+  const bool center = attr_int(ctx.attrs(), "center_point_box", 0, ctx.where()) != 0;
+  std::string key = "inputs=" + present + ";center=" + (center ? "1" : "0");
+  arith::Expr rows;
+  if (!count) rows = output_shape(ctx, 0, &key)[0];
+  return kernel_binding(
+      ctx, count ? "NonMaxSuppressionCount" : "NonMaxSuppression", key, args, [=](const auto& t) {
+        ops::NmsInputs in{t[0], t[1]};
+        in.center_point_box = center;
+        size_t next = 2;
+        for (size_t k = 2; k < 5; ++k) {
+          if (present.find(std::to_string(k)) == std::string::npos) continue;
+          const ops::TensorType* type = &t[next++];
+          (k == 2 ? in.max_per_class : k == 3 ? in.iou_threshold : in.score_threshold) = type;
+        }
+        return count ? ops::nms_count(in) : ops::nms(in, rows);
+      });
+}
+
 }  // namespace
 
 void register_indexing_bindings() {
+  register_binding("dynvm.NonMaxSuppressionCount",
+                   [](const BindContext& ctx) { return bind_nms(ctx, true); });
+  register_binding("NonMaxSuppression",
+                   [](const BindContext& ctx) { return bind_nms(ctx, false); });
   register_binding("ScatterElements",
                    [](const BindContext& ctx) { return bind_scatter(ctx, false); });
   register_binding("ScatterND", [](const BindContext& ctx) { return bind_scatter(ctx, true); });

@@ -16,6 +16,7 @@
 #include "kernels/ops/pool.h"
 #include "kernels/ops/reduce.h"
 #include "kernels/ops/resize.h"
+#include "kernels/ops/scatter.h"
 
 namespace dynvm::compiler {
 namespace {
@@ -179,20 +180,23 @@ KernelBinding bind_pool(const BindContext& ctx, bool max) {
   attrs.count_include_pad = attr_int(ctx.attrs(), "count_include_pad", 0, ctx.where()) != 0;
   attrs.ceil_mode = attr_int(ctx.attrs(), "ceil_mode", 0, ctx.where()) != 0;
   if (attrs.ceil_mode) ctx.fail("ceil_mode=1 is not yet computable");
-  if (ctx.outputs().size() > 1) ctx.fail("MaxPool's Indices output is not yet computable");
+  const bool indices = ctx.outputs().size() > 1;
+  const bool column_major = attr_int(ctx.attrs(), "storage_order", 0, ctx.where()) != 0;
   const std::string auto_pad = auto_pad_of(ctx);
   std::string parts = window_key(ctx) + "kernel_shape=" + key_ints(attrs.kernel_shape) + ";" +
-                      key_int(ctx, "count_include_pad", 0);
-  return kernel_binding(
-      ctx, max ? "MaxPool" : "AveragePool", parts, {0}, [attrs, auto_pad, max](const auto& t) {
-        ops::PoolAttrs a = attrs;
-        if (auto_pad == "VALID") a.pads.assign(2 * a.kernel_shape.size(), 0);
-        if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-          a.pads =
-              same_pads(t[0], a.kernel_shape, a.strides, a.dilations, auto_pad == "SAME_UPPER");
-        }
-        return max ? ops::max_pool(t[0], a) : ops::average_pool(t[0], a);
-      });
+                      key_int(ctx, "count_include_pad", 0) +
+                      (indices ? ";indices;" + key_int(ctx, "storage_order", 0) : "");
+  return kernel_binding(ctx, max ? "MaxPool" : "AveragePool", parts, {0},
+                        [attrs, auto_pad, max, indices, column_major](const auto& t) {
+                          ops::PoolAttrs a = attrs;
+                          if (auto_pad == "VALID") a.pads.assign(2 * a.kernel_shape.size(), 0);
+                          if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+                            a.pads = same_pads(t[0], a.kernel_shape, a.strides, a.dilations,
+                                               auto_pad == "SAME_UPPER");
+                          }
+                          if (indices) return ops::max_pool_with_indices(t[0], a, column_major);
+                          return max ? ops::max_pool(t[0], a) : ops::average_pool(t[0], a);
+                        });
 }
 
 void bind_reduce(const std::string& name, ops::ReduceKind kind) {
@@ -342,6 +346,28 @@ void register_nn_bindings() {
   register_binding("GlobalAveragePool", [](const BindContext& ctx) {
     return kernel_binding(ctx, "GlobalAveragePool", "", {0},
                           [](const auto& t) { return ops::global_average_pool(t[0]); });
+  });
+  register_binding("MaxUnpool", [](const BindContext& ctx) {
+    std::string key;
+    std::vector<arith::Expr> shape = output_shape(ctx, 0, &key);
+    const std::vector<int64_t> kernel = attr_ints(ctx.attrs(), "kernel_shape", {}, ctx.where());
+    const size_t n = kernel.size();
+    const std::vector<int64_t> strides =
+        attr_ints(ctx.attrs(), "strides", std::vector<int64_t>(n, 1), ctx.where());
+    const std::vector<int64_t> pads =
+        attr_ints(ctx.attrs(), "pads", std::vector<int64_t>(2 * n, 0), ctx.where());
+    if (strides.size() != n || pads.size() != 2 * n) ctx.fail("strides or pads do not match");
+    return kernel_binding(
+        ctx, "MaxUnpool", str_cat(key, ";", window_key(ctx), "kernel_shape=", key_ints(kernel)),
+        {0, 1}, [=](const auto& t) {
+          // Where MaxPool's indices point: its input's shape.
+          std::vector<arith::Expr> index_shape(t[0].shape.begin(), t[0].shape.begin() + 2);
+          for (size_t k = 0; k < n && k + 2 < t[0].shape.size(); ++k) {
+            index_shape.push_back((t[0].shape[k + 2] - 1) * strides[k] + kernel[k] - pads[k] -
+                                  pads[k + n]);
+          }
+          return ops::max_unpool(t[0], t[1], index_shape, shape);
+        });
   });
   register_binding("GlobalMaxPool", [](const BindContext& ctx) {
     return kernel_binding(ctx, "GlobalMaxPool", "", {0},

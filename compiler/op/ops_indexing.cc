@@ -118,10 +118,11 @@ Facts scatter_op(OpContext& ctx) {
 // dynvm.CountNonZero(x): how many elements of x are nonzero, an i64 scalar.
 Facts count_nonzero_op(OpContext&) { return {tensor_facts(vm::DType::kInt64, {})}; }
 
-// The count a NonZero or Compress gets as its input `k` (dynvm.CountNonZero's result).
+// The count a NonZero, Compress or NonMaxSuppression gets as its input `k` (a count op's
+// result: dynvm.CountNonZero, dynvm.NonMaxSuppressionCount).
 Dim count_input(OpContext& ctx, size_t k) {
   std::optional<std::vector<Dim>> count = ctx.has_input(k) ? ctx.values(k) : std::nullopt;
-  if (!count || count->size() != 1) ctx.fail("needs its count (dynvm.CountNonZero) as input ", k);
+  if (!count || count->size() != 1) ctx.fail("needs its count as input ", k, " (the importer's)");
   return (*count)[0];
 }
 
@@ -143,9 +144,31 @@ Facts compress_op(OpContext& ctx) {
   return {tensor_facts(ctx.dtype(0), dims)};
 }
 
+// NonMaxSuppression(boxes, scores, max?, iou?, score?, count): i64 [count, 3].
+Facts nms_inputs_check(OpContext& ctx) {
+  if (ctx.rank(0) != 3 || ctx.rank(1) != 3)
+    ctx.fail("boxes must be [B, n, 4] and scores [B, C, n]");
+  if (ctx.dtype(0) != vm::DType::kFloat32 || ctx.dtype(1) != vm::DType::kFloat32) {
+    ctx.fail("boxes and scores must be f32");
+  }
+  return {};
+}
+
+Facts nms_count_op(OpContext& ctx) {
+  nms_inputs_check(ctx);
+  return {tensor_facts(vm::DType::kInt64, {})};
+}
+
+Facts nms_op(OpContext& ctx) {
+  nms_inputs_check(ctx);
+  return {tensor_facts(vm::DType::kInt64, {count_input(ctx, 5), Dim(3)})};
+}
+
 }  // namespace
 
 void register_indexing_ops() {
+  register_op({"dynvm.NonMaxSuppressionCount", ShapeRule::kFromInputDims, 2, 5, nms_count_op});
+  register_op({"NonMaxSuppression", ShapeRule::kFromInputValues, 6, 6, nms_op});
   register_op({"ScatterElements", ShapeRule::kFromInputDims, 3, 3, scatter_op});
   register_op({"ScatterND", ShapeRule::kFromInputDims, 3, 3, scatter_op});
   register_op({"dynvm.CountNonZero", ShapeRule::kFromInputDims, 1, 1, count_nonzero_op});

@@ -113,6 +113,34 @@ Facts pool_op(OpContext& ctx) {
   std::vector<Dim> out{x[0], x[1]};
   for (const Dim& d : window_dims(ctx, x, kernel, ctx.attr_int("ceil_mode", 0) != 0))
     out.push_back(d);
+  // MaxPool's optional second output, Indices: where each maximum is in X.
+  if (ctx.attr_int("num_outputs", 1) == 2) {
+    return {tensor_facts(ctx.dtype(0), out), tensor_facts(vm::DType::kInt64, out)};
+  }
+  return {tensor_facts(ctx.dtype(0), out)};
+}
+
+// MaxUnpool(X, I, output_shape?): the shape given (a value, possibly read at run time), else
+// each spatial dim (in - 1) * stride - pads + kernel.
+Facts max_unpool_op(OpContext& ctx) {
+  if (ctx.dtype(1) != vm::DType::kInt64) ctx.fail("indices must be int64");
+  if (ctx.has_input(2)) {
+    std::optional<std::vector<Dim>> shape = ctx.values(2);
+    if (!shape || shape->size() != ctx.rank(0)) ctx.fail("output_shape must have x's rank");
+    return {tensor_facts(ctx.dtype(0), *shape)};
+  }
+  const std::vector<Dim>& x = ctx.dims(0);
+  std::vector<int64_t> kernel = ctx.attr_ints("kernel_shape", {});
+  const size_t n = kernel.size();
+  if (n == 0 || x.size() != n + 2) ctx.fail("kernel_shape must give one size per spatial dim");
+  std::vector<int64_t> strides = ctx.attr_ints("strides", std::vector<int64_t>(n, 1));
+  std::vector<int64_t> pads = ctx.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
+  if (strides.size() != n || pads.size() != 2 * n) ctx.fail("strides or pads do not match");
+  std::vector<Dim> out{x[0], x[1]};
+  for (size_t k = 0; k < n; ++k) {
+    out.push_back(ctx.add(ctx.mul(ctx.sub(x[k + 2], Dim(1)), Dim(strides[k])),
+                          Dim(kernel[k] - pads[k] - pads[k + n])));
+  }
   return {tensor_facts(ctx.dtype(0), out)};
 }
 
@@ -287,6 +315,7 @@ void register_nn_ops() {
   register_op({"MaxPool", ShapeRule::kFromInputDims, 1, 1, pool_op});
   register_op({"AveragePool", ShapeRule::kFromInputDims, 1, 1, pool_op});
   register_op({"GlobalAveragePool", ShapeRule::kFromInputDims, 1, 1, global_pool_op});
+  register_op({"MaxUnpool", ShapeRule::kFromInputValues, 2, 3, max_unpool_op});
   register_op({"GlobalMaxPool", ShapeRule::kFromInputDims, 1, 1, global_pool_op});
   register_op({"MatMul", ShapeRule::kFromInputDims, 2, 2, matmul_op});
   register_op({"Gemm", ShapeRule::kFromInputDims, 2, 3, gemm_op});

@@ -240,6 +240,14 @@ class GraphImporter {
         b.bindings.emplace_back(count, compiler::make_call("dynvm.CountNonZero", {counted}));
         form.inputs.push_back(count);
       }
+      if (form.op == "NonMaxSuppression") {
+        // The same for the selected rows (dynvm.NonMaxSuppressionCount runs the selection).
+        Expr count = compiler::make_var(n.output(0) + "/count");
+        while (form.inputs.size() < 5) form.inputs.push_back(absent_input());
+        b.bindings.emplace_back(
+            count, compiler::make_call("dynvm.NonMaxSuppressionCount", form.inputs, form.attrs));
+        form.inputs.push_back(count);
+      }
       value = compiler::make_call(form.op, form.inputs, form.attrs);
     }
     bind_outputs(n, value, b, where);

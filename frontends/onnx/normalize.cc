@@ -36,7 +36,7 @@ const std::set<std::string>& supported_ops() {
       "GatherElements", "Identity", "Dropout", "Pad", "Range", "Reshape", "Resize", "Shape", "Size",
       "Slice", "Split", "Squeeze", "Tile", "Transpose", "Unsqueeze", "GatherND", "ReverseSequence",
       "DepthToSpace", "SpaceToDepth", "EyeLike", "TopK", "Scatter", "ScatterElements", "ScatterND",
-      "NonZero", "Compress",
+      "NonZero", "Compress", "MaxUnpool", "NonMaxSuppression",
       // control flow and recurrences
       "If", "Loop", "Scan", "LSTM", "GRU", "RNN"};
   return ops;

@@ -141,6 +141,62 @@ OpInstance max_pool(const TensorType& x, const PoolAttrs& attrs) {
   return pool_instance(pool_name(op.c_str(), w.rank(), x.dtype), X, Y, nullptr, P, out_shape);
 }
 
+OpInstance max_pool_with_indices(const TensorType& x, const PoolAttrs& attrs, bool column_major) {
+  const std::string op = "max_pool_with_indices";
+  Window w = pool_window(op, x, attrs);
+  if (attrs.count_include_pad) user_error(op, ": count_include_pad is for average pool");
+  std::vector<arith::Expr> out_shape = pool_output_shape(op, x, w);
+  const tir::DataType i64{vm::DType::kInt64, 1};
+  TensorRef X = te::placeholder("X", x.shape, x.dtype);
+  TensorRef P = pad_spatial(X, w, -INFINITY);
+  // The first maximum's place in its window, row-major over the window's dims.
+  TensorRef A = te::compute("Arg", out_shape, [&](const Indices& i) {
+    std::vector<te::IterVar> r = window_axes(w);
+    return te::argmax(te::read(P, window_indices(i, r, w)), r);
+  });
+  // Each output element reads its window's maximum (value, or where it is in X).
+  auto at_max = [&](const char* name, bool index) {
+    return te::compute(name, out_shape, [&](const Indices& i) {
+      arith::Var a("a");
+      std::vector<arith::Expr> k(w.rank());
+      arith::Expr rest = a;
+      for (size_t d = w.rank(); d-- > 0;) {
+        k[d] = d == 0 ? rest : arith::floormod(rest, w.kernel[d]);
+        rest = arith::floordiv(rest, w.kernel[d]);
+      }
+      std::vector<arith::Expr> in_p = {i[0], i[1]}, in_x = {i[0], i[1]};
+      for (size_t d = 0; d < w.rank(); ++d) {
+        in_p.push_back(i[2 + d] * w.strides[d] + k[d] * w.dilations[d]);
+        in_x.push_back(in_p.back() - w.pad_begin(d));
+      }
+      // ONNX Indices: flat into X, the spatial dims in reverse order when column-major.
+      arith::Expr flat = i[0] * x.shape[1] + i[1];
+      for (size_t j = 0; j < w.rank(); ++j) {
+        const size_t d = column_major ? w.rank() - 1 - j : j;
+        flat = flat * x.shape[2 + d] + in_x[2 + d];
+      }
+      tir::Expr body = index ? tir::index_value(flat, i64) : te::read(P, in_p);
+      return tir::let_index(a, te::read(A, {i.begin(), i.end()}), body);
+    });
+  };
+  TensorRef Y = at_max("Y", false), I = at_max("I", true);
+  OpInstance inst;
+  inst.name = pool_name("max_pool_indices", w.rank(), x.dtype) + (column_major ? "_cm" : "");
+  inst.inputs = {X};
+  inst.outputs = {Y, I};
+  inst.knobs = reduction_knobs(out_shape);
+  inst.schedule = [specs = inst.knobs, P, A, Y, I, X](const KnobValues& knobs) {
+    const bool parallel = knob_value(specs, knobs, "parallel") != 0;
+    te::Schedule s = te::create_schedule({Y, I});
+    if (P != X) schedule_injective(s, P, 1, parallel);
+    schedule_reduction(s, A, parallel);
+    schedule_injective(s, Y, 1, parallel);
+    schedule_injective(s, I, 1, parallel);
+    return s;
+  };
+  return inst;
+}
+
 OpInstance average_pool(const TensorType& x, const PoolAttrs& attrs) {
   const std::string op = "average_pool";
   Window w = pool_window(op, x, attrs);

@@ -28,6 +28,12 @@ struct PoolAttrs {
 // x: [N, C, (H,) W] -> [N, C, (OH,) OW], OH = floordiv(H + pads - d*(k-1) - 1, s) + 1.
 OpInstance max_pool(const TensorType& x, const PoolAttrs& attrs);
 OpInstance average_pool(const TensorType& x, const PoolAttrs& attrs);
+// Max pool with ONNX's second output, Indices (i64): where each maximum is in X, as a flat
+// index over X's shape, row-major, or with the spatial dims in reverse order when
+// `column_major` (storage_order=1). The first maximum of a window wins. Stages: the
+// window's argmax (reduction template's `parallel`), then value and index read from it.
+OpInstance max_pool_with_indices(const TensorType& x, const PoolAttrs& attrs,
+                                 bool column_major = false);
 
 // x: [N, C, spatial...] -> [N, C, 1...].
 OpInstance global_max_pool(const TensorType& x);

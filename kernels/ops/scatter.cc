@@ -148,4 +148,39 @@ OpInstance scatter_nd(const TensorType& data, const TensorType& indices, const T
   return injective_op(kernel_name("scatter_nd", reduction, data, indices), {x, idx, upd}, out);
 }
 
+OpInstance max_unpool(const TensorType& x, const TensorType& indices,
+                      const std::vector<arith::Expr>& index_shape,
+                      const std::vector<arith::Expr>& out_shape) {
+  check_index_dtype("max_unpool", indices);
+  if (out_shape.size() != x.shape.size() || index_shape.size() != x.shape.size()) {
+    user_error("max_unpool: the output's rank is not x's");
+  }
+  te::TensorRef in = te::placeholder("X", x.shape, x.dtype);
+  te::TensorRef idx = te::placeholder("I", x.shape, indices.dtype);
+  te::TensorRef out = te::scatter(
+      "Y", out_shape,
+      [&](const te::Indices&) {
+        return tir::make_const(tir::DataType{x.dtype, 1}, 0);
+      },
+      x.shape,
+      [&](const te::Indices& j, const te::TensorRef&) {
+        te::ScatterUpdate u;
+        arith::Var flat("flat");
+        std::vector<arith::Expr> at_j(j.begin(), j.end());
+        u.lets.emplace_back(flat, te::read(idx, at_j));
+        // Past the last element: out of range in dim 0, so nothing is written.
+        arith::Expr rest = flat;
+        u.at.resize(out_shape.size());
+        for (size_t d = out_shape.size(); d-- > 1;) {
+          u.at[d] = arith::floormod(rest, index_shape[d]);
+          rest = arith::floordiv(rest, index_shape[d]);
+        }
+        u.at[0] = rest;
+        u.value = te::read(in, at_j);
+        return u;
+      });
+  return injective_op("max_unpool_" + dtype_suffix(x.dtype) + "_" + dtype_suffix(indices.dtype),
+                      {in, idx}, out);
+}
+
 }  // namespace dynvm::ops

@@ -1,4 +1,4 @@
-// Writing by data: ONNX ScatterElements (and opset-9 Scatter) and ScatterND. The output
+// Writing by data: ONNX ScatterElements (and opset-9 Scatter), ScatterND and MaxUnpool. The output
 // starts as a copy of data (element-wise, the injective template's knobs), then one serial
 // pass over the updates (te::scatter) stores each update where its index says, or combines
 // it with what is there (`reduction`: add, mul, max, min). Duplicate indices: the last
@@ -10,6 +10,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "kernels/ops/op.h"
 
@@ -29,5 +30,13 @@ OpInstance scatter_elements(const TensorType& data, const TensorType& indices,
 // for the leading dims j of indices and the trailing dims t of data after the first k.
 OpInstance scatter_nd(const TensorType& data, const TensorType& indices, const TensorType& updates,
                       ScatterReduction reduction = ScatterReduction::kNone);
+
+// ONNX MaxUnpool: zeros of `out_shape`, with x[j] stored where the flat (row-major) index
+// indices[j] points (MaxPool's Indices; indices has x's shape). The index is a position in
+// `index_shape`, the shape MaxPool's input had (each spatial dim (in - 1) * stride - pads +
+// kernel); a larger out_shape keeps the coordinates and pads at the ends.
+OpInstance max_unpool(const TensorType& x, const TensorType& indices,
+                      const std::vector<arith::Expr>& index_shape,
+                      const std::vector<arith::Expr>& out_shape);
 
 }  // namespace dynvm::ops

@@ -108,8 +108,8 @@ fn @main(%x: f32[batch, 8]) -> (f32[batch, 6],) {
 
 TEST(OnnxImport, ErrorsAreOneLineNamingTheNode) {
   EXPECT_USER_ERROR(import_onnx_file(fixture("unsupported.onnx")),
-                    "unsupported.onnx: node 'nz' (NonZero, opset 16): operator NonZero is not "
-                    "supported");
+                    "unsupported.onnx: node 'rnd' (RandomUniformLike, opset 16): operator "
+                    "RandomUniformLike is not supported");
   EXPECT_USER_ERROR(
       import_onnx_file(fixture("custom_domain.onnx")),
       "node #0 (FusedGelu, opset 16): operator domain 'com.example' is not supported");
