@@ -4,6 +4,7 @@
 // BatchNormalization (inference), CumSum and Resize. Constant inputs that steer the
 // computation (reduction axes, CumSum's axis, Resize's scales or sizes) are part of the
 // key. LSTM, GRU and RNN have no builder yet.
+#include <algorithm>
 #include <cmath>
 
 #include "compiler/op/bind_families.h"
@@ -305,8 +306,26 @@ KernelBinding bind_cumsum(const BindContext& ctx) {
   });
 }
 
-// Resize: scales (f32) or sizes are constants; roi is only read by tf_crop_and_resize,
-// which the kernel does not implement (its mode string is refused by the builder).
+// True when optional input i is given: present and not an empty tensor.
+bool given(const BindContext& ctx, size_t i) {
+  if (!ctx.has_input(i)) return false;
+  const Type& t = ctx.input(i).type;
+  return !(t.is_tensor() && t->dims.size() == 1 && t->dims[0].is_const() &&
+           t->dims[0].value() == 0);
+}
+
+// Every element a constant.
+bool all_const(const ValueFacts& f) {
+  if (f.constant.defined()) return true;
+  return f.value &&
+         std::all_of(f.value->begin(), f.value->end(), [](const Dim& d) { return d.is_const(); });
+}
+
+// Resize: constant f32 scales, or constant sizes of an input with static dims, specialize
+// the kernel on them (ops::resize). Otherwise (scales or sizes read at run time, sizes of a
+// symbolic input) the output's dims come from the type, bound from the output argument,
+// and the kernel reads the scales or divides out by in (ops::resize_at_run_time). roi is
+// a kernel argument for tf_crop_and_resize only.
 KernelBinding bind_resize(const BindContext& ctx) {
   ops::ResizeAttrs attrs;
   const std::string mode = attr_string(ctx.attrs(), "mode", "nearest", ctx.where());
@@ -317,21 +336,59 @@ KernelBinding bind_resize(const BindContext& ctx) {
   attrs.mode = ops::resize_mode_from_string(mode);
   attrs.coordinate_transformation_mode = ops::coordinate_transform_from_string(coord);
   attrs.nearest_mode = ops::nearest_mode_from_string(nearest);
-  if (attr_int(ctx.attrs(), "exclude_outside", 0, ctx.where()) != 0) {
-    ctx.fail("exclude_outside=1 is not yet computable");
+  attrs.cubic_coeff_a = attr_float(ctx.attrs(), "cubic_coeff_a", -0.75, ctx.where());
+  attrs.exclude_outside = attr_int(ctx.attrs(), "exclude_outside", 0, ctx.where()) != 0;
+  attrs.extrapolation_value = attr_float(ctx.attrs(), "extrapolation_value", 0, ctx.where());
+  const bool crop =
+      attrs.coordinate_transformation_mode == ops::CoordinateTransform::kTfCropAndResize;
+  if (crop && !given(ctx, 1)) ctx.fail("tf_crop_and_resize needs roi");
+  std::string parts = "mode=" + mode + ";coord=" + coord + ";nearest=" + nearest;
+  if (attrs.mode == ops::ResizeMode::kCubic) {
+    parts += str_cat(";a=", key_floats({attrs.cubic_coeff_a}), ";exclude=", attrs.exclude_outside);
   }
-  if (ctx.has_input(3)) attrs.sizes = ctx.const_ints(3, "Resize's sizes");
-  if (attrs.sizes.empty() && ctx.has_input(2)) {
+  if (crop) parts += ";extrapolation=" + key_floats({attrs.extrapolation_value});
+  std::vector<size_t> args{0};
+  if (crop) args.push_back(1);
+  const bool by_sizes = given(ctx, 3);
+  if (!by_sizes && !given(ctx, 2)) ctx.fail("Resize needs scales or sizes");
+  const ValueFacts& operand = ctx.input(by_sizes ? 3 : 2);
+  const Type& x = ctx.input(0).type;
+  const bool static_input = x.is_tensor() && std::all_of(x->dims.begin(), x->dims.end(),
+                                                         [](const Dim& d) { return d.is_const(); });
+  const bool specialized =
+      by_sizes ? all_const(operand) && static_input
+               : operand.constant.defined() && operand.constant.dtype() == vm::DType::kFloat32;
+  if (!specialized) {
+    ops::ResizeAtRunTime run_time;
+    std::string key;
+    run_time.shape = output_shape(ctx, 0, &key);
+    const std::vector<Dim>& out = ctx.outputs()[0]->dims;
+    for (size_t d = 0; d < out.size(); ++d) {
+      run_time.kept.push_back(d < x->dims.size() && x->dims[d].same_as(out[d]));
+    }
+    if (!by_sizes) args.push_back(2);
+    std::vector<bool> kept = run_time.kept;
+    std::string kept_key;
+    for (bool k : kept) kept_key += k ? '1' : '0';
+    return kernel_binding(
+        ctx, "Resize", str_cat("run_time;", parts, ";kept=", kept_key, ";scales=", !by_sizes, key),
+        args, [attrs, run_time, crop, by_sizes](const auto& t) mutable {
+          run_time.scales = by_sizes ? nullptr : &t.back();
+          return ops::resize_at_run_time(t[0], attrs, crop ? &t[1] : nullptr, run_time);
+        });
+  }
+  if (by_sizes) {
+    attrs.sizes = ctx.const_ints(3, "Resize's sizes");
+  } else {
     for (double s : ctx.const_floats(2, "Resize's scales")) {
       attrs.scales.push_back(static_cast<float>(s));
     }
   }
-  if (attrs.sizes.empty() == attrs.scales.empty()) ctx.fail("Resize needs scales or sizes");
   std::vector<double> scales(attrs.scales.begin(), attrs.scales.end());
-  std::string parts = "mode=" + mode + ";coord=" + coord + ";nearest=" + nearest +
-                      ";scales=" + key_floats(scales) + ";sizes=" + key_ints(attrs.sizes);
-  return kernel_binding(ctx, "Resize", parts, {0},
-                        [attrs](const auto& t) { return ops::resize(t[0], attrs); });
+  parts += ";scales=" + key_floats(scales) + ";sizes=" + key_ints(attrs.sizes);
+  return kernel_binding(ctx, "Resize", parts, args, [attrs, crop](const auto& t) {
+    return ops::resize(t[0], attrs, crop ? &t[1] : nullptr);
+  });
 }
 
 }  // namespace
@@ -394,6 +451,10 @@ void register_nn_bindings() {
   register_binding("BatchNormalization", bind_batch_norm);
   register_binding("CumSum", bind_cumsum);
   register_binding("Resize", bind_resize);
+  register_binding("dynvm.ResizeOutputSizes", [](const BindContext& ctx) {
+    return kernel_binding(ctx, "ResizeOutputSizes", "", {0, 1},
+                          [](const auto& t) { return ops::resize_output_sizes(t[0], t[1]); });
+  });
 }
 
 }  // namespace dynvm::compiler

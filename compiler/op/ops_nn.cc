@@ -273,23 +273,21 @@ Facts recurrent_op(OpContext& ctx, int outputs) {
   return out;
 }
 
-Facts resize_op(OpContext& ctx) {
-  std::vector<Dim> x = ctx.dims(0);
-  if (ctx.has_input(3)) {
-    const auto& sizes = ctx.input(3).value;
-    if (!sizes || sizes->size() != x.size()) ctx.fail("sizes must be known, one per dim");
-    return {tensor_facts(ctx.dtype(0), *sizes)};
-  }
-  if (!ctx.has_input(2)) ctx.fail("needs scales or sizes");
-  const vm::Tensor& scales = ctx.input(2).constant;
-  if (!scales.defined() || scales.dtype() != vm::DType::kFloat32) {
-    ctx.fail("scales must be an f32 constant");
-  }
+// True when optional input i is given: present and not an empty tensor (exporters pass an
+// empty `scales` next to `sizes`).
+bool given(const OpContext& ctx, size_t i) {
+  if (!ctx.has_input(i)) return false;
+  const std::vector<Dim>& d = ctx.dims(i);
+  return !(d.size() == 1 && d[0].is_const() && d[0].value() == 0);
+}
+
+// floor(d * scale) per dim for constant f32 scales: exact for integer scales and their
+// reciprocals on symbolic dims, computed on static ones; nullopt (with `why`) otherwise.
+std::optional<std::vector<Dim>> scaled_dims(const OpContext& ctx, std::vector<Dim> x,
+                                            const vm::Tensor& scales, std::string* why) {
   if (scales.numel() != static_cast<int64_t>(x.size())) {
     ctx.fail("scales has ", scales.numel(), " entries for rank ", x.size());
   }
-  // output = floor(d * scale): exact for integer scales and their reciprocals on
-  // symbolic dims, computed on static ones.
   for (size_t k = 0; k < x.size(); ++k) {
     const double s = scales.data_as<float>()[k];
     if (!(s > 0)) ctx.fail("scale ", s, " must be positive");
@@ -300,11 +298,104 @@ Facts resize_op(OpContext& ctx) {
     } else if (1.0 / s == std::floor(1.0 / s)) {
       x[k] = ctx.floordiv(x[k], Dim(static_cast<int64_t>(1.0 / s)));
     } else {
-      ctx.fail("scale ", s, " on the symbolic dim ", to_string(x[k]),
-               " (only integer scales and their reciprocals keep a symbolic dim exact)");
+      *why = str_cat("scale ", s, " on the symbolic dim ", to_string(x[k]),
+                     " (only integer scales and their reciprocals keep a symbolic dim exact)");
+      return std::nullopt;
     }
   }
-  return {tensor_facts(ctx.dtype(0), x)};
+  return x;
+}
+
+bool const_f32(const ValueFacts& f) {
+  return f.constant.defined() && f.constant.dtype() == vm::DType::kFloat32;
+}
+
+// Resize(X, roi, scales, sizes[, output sizes]). Sizes are read as values (run-time symbols
+// when only the run time knows them); constant scales give exact dims; scales read at run
+// time take the output sizes the importer computes next to the Resize
+// (dynvm.ResizeOutputSizes, its fifth input).
+Facts resize_op(OpContext& ctx) {
+  std::vector<Dim> x = ctx.dims(0);
+  if (ctx.attrs().count("axes")) ctx.fail("the axes attribute is not supported yet");
+  if (ctx.attr_string("keep_aspect_ratio_policy", "stretch") != "stretch") {
+    ctx.fail("keep_aspect_ratio_policy other than stretch is not supported yet");
+  }
+  if (ctx.attr_int("antialias", 0) != 0) ctx.fail("antialias is not supported yet");
+  if (given(ctx, 3)) {
+    std::optional<std::vector<Dim>> sizes = ctx.values(3);
+    if (!sizes || sizes->size() != x.size()) ctx.fail("sizes must have one entry per dim");
+    for (size_t k = 0; k < x.size(); ++k) {
+      Dim& out = (*sizes)[k];
+      if (out.is_any()) continue;
+      if (ctx.equal(out, x[k]).is_const() && ctx.equal(out, x[k]).value() == 1) {
+        out = x[k];  // kept (the kernel reads that dim straight through)
+        continue;
+      }
+      ctx.require(arith::ge(out.expr(), 0), "size ", k, " is negative");
+      if (!x[k].is_any()) {
+        ctx.require(arith::logical_or(arith::gt(x[k].expr(), 0), arith::eq(out.expr(), 0)),
+                    "input dim ", k, " is empty but its size is not 0");
+      }
+    }
+    return {tensor_facts(ctx.dtype(0), *sizes)};
+  }
+  if (!given(ctx, 2)) ctx.fail("needs scales or sizes");
+  std::string why;
+  if (const_f32(ctx.input(2))) {
+    std::optional<std::vector<Dim>> out = scaled_dims(ctx, x, ctx.input(2).constant, &why);
+    if (!out) ctx.fail(why);
+    return {tensor_facts(ctx.dtype(0), *out)};
+  }
+  std::optional<std::vector<Dim>> out;
+  if (ctx.has_input(4)) out = ctx.values(4);
+  if (!out || out->size() != x.size()) {
+    ctx.fail("scales read at run time need their output sizes (dynvm.ResizeOutputSizes)");
+  }
+  for (size_t k = 0; k < x.size(); ++k) {
+    if ((*out)[k].is_any()) continue;
+    ctx.require(arith::ge((*out)[k].expr(), 0), "scale ", k,
+                " is not positive and finite (or the output is too large)");
+  }
+  return {tensor_facts(ctx.dtype(0), *out)};
+}
+
+// dynvm.ResizeOutputSizes(X, scales): floor(X's dims * scales) as an i64 vector, -1 for a
+// scale that is not positive and finite. The importer binds one next to every Resize whose
+// scales are not constants; where they turn out constant (folded), the value is known here
+// and nothing computes it.
+Facts resize_output_sizes_op(OpContext& ctx) {
+  const std::vector<Dim>& x = ctx.dims(0);
+  std::optional<std::vector<Dim>> value;
+  std::string why;
+  if (const_f32(ctx.input(1))) value = scaled_dims(ctx, x, ctx.input(1).constant, &why);
+  return {tensor_facts(vm::DType::kInt64, {Dim(static_cast<int64_t>(x.size()))}, value)};
+}
+
+// dynvm.AxisExtents(x, axis): [outer, n, inner], the products of x's dims before, at and
+// after an axis only the run time knows (selects over its symbol), with a run-time check
+// that it is in range. The importer views a CumSum over such an axis as a scan over the
+// middle axis of x reshaped to these extents.
+Facts axis_extents_op(OpContext& ctx) {
+  const std::vector<Dim>& x = ctx.dims(0);
+  const auto rank = static_cast<int64_t>(x.size());
+  std::optional<std::vector<Dim>> axis = ctx.values(1);
+  if (!axis || axis->size() != 1 || (*axis)[0].is_any()) ctx.fail("the axis must be one integer");
+  const arith::Expr a = (*axis)[0].expr();
+  ctx.require(arith::logical_and(arith::ge(a, -rank), arith::lt(a, rank)),
+              "the axis is out of range for rank ", rank);
+  const arith::Expr at = arith::select(arith::lt(a, 0), a + rank, a);
+  Dim outer(1), n(1), inner(1);
+  for (int64_t k = 0; k < rank; ++k) {
+    const Dim& d = x[static_cast<size_t>(k)];
+    if (d.is_any()) ctx.fail("dim ", k, " is unknown");
+    auto pick = [&](const arith::Expr& cond) {
+      return ctx.simplify(Dim(arith::select(cond, d.expr(), 1)));
+    };
+    outer = ctx.mul(outer, pick(arith::gt(at, k)));
+    n = ctx.mul(n, pick(arith::eq(at, k)));
+    inner = ctx.mul(inner, pick(arith::lt(at, k)));
+  }
+  return {tensor_facts(vm::DType::kInt64, {Dim(3)}, std::vector<Dim>{outer, n, inner})};
 }
 
 }  // namespace
@@ -331,13 +422,16 @@ void register_nn_ops() {
   register_op({"BatchNormalization", ShapeRule::kFromInputDims, 5, 5, same_as_input});
   register_op({"LayerNormalization", ShapeRule::kFromInputDims, 2, 3, layer_norm_op});
   register_op({"CumSum", ShapeRule::kFromInputDims, 2, 2, same_as_input});
+  register_op({"dynvm.AxisExtents", ShapeRule::kFromInputValues, 2, 2, axis_extents_op});
   register_op(
       {"LSTM", ShapeRule::kFromInputDims, 3, 8, [](OpContext& c) { return recurrent_op(c, 3); }});
   register_op(
       {"GRU", ShapeRule::kFromInputDims, 3, 6, [](OpContext& c) { return recurrent_op(c, 2); }});
   register_op(
       {"RNN", ShapeRule::kFromInputDims, 3, 6, [](OpContext& c) { return recurrent_op(c, 2); }});
-  register_op({"Resize", ShapeRule::kFromInputValues, 1, 4, resize_op});
+  register_op({"Resize", ShapeRule::kFromInputValues, 1, 5, resize_op});
+  register_op(
+      {"dynvm.ResizeOutputSizes", ShapeRule::kFromInputValues, 2, 2, resize_output_sizes_op});
 }
 
 }  // namespace dynvm::compiler

@@ -128,6 +128,15 @@ class GraphImporter {
     }
   }
 
+  // An input known when the graph is read (an initializer, a Constant's output, or a
+  // constant the normalizer made from an attribute).
+  bool known(const Expr& e) const {
+    return e.kind() == compiler::ExprKind::kConstant ||
+           (e.kind() == compiler::ExprKind::kVar && constants_.count(e->name) > 0);
+  }
+  static bool is_absent(const Expr& e) {
+    return e.kind() == compiler::ExprKind::kTuple && e->operands.empty();
+  }
   // ---- scopes ----
   void define(const std::string& name, const Expr& v) { scopes_.back()[name] = v; }
   // Names of initializers and Constant outputs: values known when the graph is read.
@@ -224,6 +233,35 @@ class GraphImporter {
         attrs["keepdims"] = int64_t{1};
         b.bindings.emplace_back(kept, compiler::make_call(form.op, form.inputs, attrs));
         form = NodeForm{"Squeeze", {kept, form.inputs[1]}, {}};
+      }
+      if (form.op == "Resize" && form.inputs.size() >= 3 && !is_absent(form.inputs[2]) &&
+          (form.inputs.size() < 4 || is_absent(form.inputs[3])) && !known(form.inputs[2])) {
+        // Scales only the run time knows: the output sizes as a value of its own
+        // (compiler/op: dynvm.ResizeOutputSizes, the fifth input), read as run-time symbols.
+        Expr sizes = compiler::make_var(n.output(0) + "/sizes");
+        b.bindings.emplace_back(sizes, compiler::make_call("dynvm.ResizeOutputSizes",
+                                                           {form.inputs[0], form.inputs[2]}));
+        form.inputs.resize(4, absent_input());
+        form.inputs.push_back(sizes);
+      }
+      if (form.op == "CumSum" && form.inputs.size() == 2 && !known(form.inputs[1])) {
+        // An axis only the run time knows: a scan over the middle axis of the input viewed as
+        // [outer, n, inner] (compiler/op: dynvm.AxisExtents, which checks the axis), then
+        // viewed back.
+        const std::string& out = n.output(0);
+        Expr x = form.inputs[0];
+        Expr extents = compiler::make_var(out + "/extents");
+        Expr view = compiler::make_var(out + "/view");
+        Expr scanned = compiler::make_var(out + "/scan");
+        Expr shape = compiler::make_var(out + "/shape");
+        const compiler::Attrs allowzero{{"allowzero", int64_t{1}}};
+        b.bindings.emplace_back(extents,
+                                compiler::make_call("dynvm.AxisExtents", {x, form.inputs[1]}));
+        b.bindings.emplace_back(view, compiler::make_call("Reshape", {x, extents}, allowzero));
+        b.bindings.emplace_back(scanned,
+                                compiler::make_call("CumSum", {view, i64_scalar(1)}, form.attrs));
+        b.bindings.emplace_back(shape, compiler::make_call("Shape", {x}));
+        form = NodeForm{"Reshape", {scanned, shape}, allowzero};
       }
       if (form.op == "Range") {
         // Its length as a value of its own (compiler/op: dynvm.RangeCount), for bounds only

@@ -35,8 +35,8 @@ const std::set<std::string>& supported_ops() {
       "Concat", "Constant", "ConstantOfShape", "CumSum", "Expand", "Flatten", "Gather",
       "GatherElements", "Identity", "Dropout", "Pad", "Range", "Reshape", "Resize", "Shape", "Size",
       "Slice", "Split", "Squeeze", "Tile", "Transpose", "Unsqueeze", "GatherND", "ReverseSequence",
-      "DepthToSpace", "SpaceToDepth", "EyeLike", "TopK", "Scatter", "ScatterElements", "ScatterND",
-      "NonZero", "Compress", "MaxUnpool", "NonMaxSuppression",
+      "DepthToSpace", "SpaceToDepth", "EyeLike", "TopK", "Upsample", "Scatter", "ScatterElements",
+      "ScatterND", "NonZero", "Compress", "MaxUnpool", "NonMaxSuppression",
       // control flow and recurrences
       "If", "Loop", "Scan", "LSTM", "GRU", "RNN"};
   return ops;
@@ -129,6 +129,30 @@ void normalize(NodeForm& node, int64_t opset, const std::string& where) {
   } else if ((op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") && opset < 13) {
     node.attrs["coerce_to_2d"] = int64_t{1};
     if (!node.attrs.count("axis")) node.attrs["axis"] = int64_t{1};  // the old default
+  } else if (op == "Upsample") {
+    // Resize-10 under another name: (X, scales) -> Resize(X, roi, scales), nearest or linear
+    // ("bilinear" at opset 7) with asymmetric coordinates and floor for nearest; opset 7
+    // gives the scales as an attribute.
+    std::string mode = compiler::attr_string(node.attrs, "mode", "nearest", where);
+    if (mode == "bilinear") mode = "linear";
+    if (mode != "nearest" && mode != "linear") {
+      user_error(where, ": Upsample mode '", mode, "' is not supported (nearest or linear)");
+    }
+    auto scales = node.attrs.find("scales");
+    if (scales != node.attrs.end()) {
+      const auto* values = std::get_if<std::vector<double>>(&scales->second);
+      if (values == nullptr) user_error(where, ": attribute 'scales' must be a list of floats");
+      std::vector<float> f(values->begin(), values->end());
+      node.inputs.push_back(compiler::make_constant(
+          vm::Tensor::from_vector(f, {static_cast<int64_t>(f.size())}, vm::DType::kFloat32)));
+      node.attrs.erase(scales);
+    }
+    if (node.inputs.size() != 2) user_error(where, ": Upsample takes X and scales");
+    node.op = "Resize";
+    node.inputs.insert(node.inputs.begin() + 1, absent_input());
+    node.attrs["mode"] = mode;
+    node.attrs["coordinate_transformation_mode"] = std::string("asymmetric");
+    node.attrs["nearest_mode"] = std::string("floor");
   } else if (op == "Resize" && opset < 11) {
     // (X, scales) -> (X, roi, scales); Resize-10 maps output to input coordinates as
     // x / scale and takes the floor for nearest.

@@ -4,7 +4,8 @@
 // starts/ends/axes before 10, Clip min/max and Pad pads before 11, Split before 13,
 // ReduceSum axes before 13 and the other reductions before 18), the attribute becomes a
 // constant input; Softmax / LogSoftmax / Hardmax before 13 (which flatten to 2-D at
-// `axis`) get `coerce_to_2d=1`; Resize 10 gets its `roi` input.
+// `axis`) get `coerce_to_2d=1`; Resize 10 gets its `roi` input; Upsample (7 to 9) becomes
+// that Resize.
 //
 // Also the table of supported operators: the ONNX ops dynvm compiles, each from the first
 // opset whose semantics we implement. An op outside it is refused at import with its name,

@@ -23,7 +23,7 @@ Expr cmp(tir::CompareOp op, const Expr& a, const Expr& b) { return tir::compare(
 struct DimPlan {
   arith::Expr in, out;
   bool identity = false;  // out == in and every transformation maps x to x
-  double scale = 1;       // the given scale, or size / in
+  Expr scale;             // f64: the given scale, or out / in
 };
 
 // floor(in * s) exactly. s is an f32, i.e. p / 2^k: for a symbolic dim, floordiv(in * p, 2^k).
@@ -48,6 +48,12 @@ arith::Expr scaled_dim(const arith::Expr& in, float s, size_t d) {
   return arith::simplify(k == 0 ? scaled : arith::floordiv(scaled, arith::Expr(int64_t{1} << k)));
 }
 
+// Identity needs a transformation that maps x to x at scale 1; tf_crop_and_resize's roi
+// may crop a dim that keeps its size.
+bool may_be_identity(const ResizeAttrs& a) {
+  return a.coordinate_transformation_mode != CoordinateTransform::kTfCropAndResize;
+}
+
 std::vector<DimPlan> plan_dims(const TensorType& x, const ResizeAttrs& a) {
   size_t rank = x.shape.size();
   if (rank == 0) user_error("resize: the input must have rank >= 1");
@@ -66,16 +72,17 @@ std::vector<DimPlan> plan_dims(const TensorType& x, const ResizeAttrs& a) {
       if (!(s > 0) || !std::isfinite(s)) {
         user_error("resize: scale ", d, " is ", s, " (it must be positive and finite)");
       }
-      p.scale = s;
-      p.identity = s == 1.0f;
-      p.out = p.identity ? p.in : scaled_dim(p.in, s, d);
+      p.scale = f64c(s);
+      p.identity = s == 1.0f && may_be_identity(a);
+      p.out = s == 1.0f ? p.in : scaled_dim(p.in, s, d);
       continue;
     }
     int64_t size = a.sizes[d];
     if (size < 0) user_error("resize: size ", d, " is negative (", size, ")");
     if (p.in.is_int_imm() && p.in.int_value() == size) {
-      p.identity = true;
+      p.identity = may_be_identity(a);
       p.out = p.in;
+      p.scale = f64c(1);
       continue;
     }
     if (!p.in.is_int_imm()) {
@@ -84,29 +91,22 @@ std::vector<DimPlan> plan_dims(const TensorType& x, const ResizeAttrs& a) {
     }
     if (p.in.int_value() == 0) user_error("resize: input dim ", d, " is empty but size is ", size);
     p.out = arith::Expr(size);
-    p.scale = static_cast<double>(size) / static_cast<double>(p.in.int_value());
-  }
-  if (a.mode == ResizeMode::kLinear) {
-    for (size_t d = 0; d + 2 < rank; ++d) {
-      if (!plans[d].identity) {
-        user_error("resize: linear mode interpolates only the last two dims; dim ", d,
-                   " must keep its size (scale 1)");
-      }
-    }
+    p.scale = f64c(static_cast<double>(size) / static_cast<double>(p.in.int_value()));
   }
   return plans;
 }
 
 // The input coordinate (f64) of output index i along a resized dim, as the ONNX reference
-// computes it.
-Expr source_coordinate(const DimPlan& p, const arith::Var& i, CoordinateTransform mode) {
+// computes it. `roi_start` / `roi_end`: tf_crop_and_resize's window of this dim.
+Expr source_coordinate(const DimPlan& p, const arith::Var& i, CoordinateTransform mode,
+                       const Expr& roi_start, const Expr& roi_end) {
   Expr x = as_f64(i);
-  Expr scale = f64c(p.scale);
+  const Expr& scale = p.scale;
   Expr half_pixel = (x + f64c(0.5)) / scale - f64c(0.5);
   // A single output element sits at input 0 (align_corners would divide by zero).
-  auto unless_single = [&](Expr e) {
-    if (p.out.is_int_imm()) return p.out.int_value() > 1 ? e : f64c(0);
-    return tir::select(condition(arith::gt(p.out, 1)), e, f64c(0));
+  auto unless_single = [&](Expr e, Expr single) {
+    if (p.out.is_int_imm()) return p.out.int_value() > 1 ? e : single;
+    return tir::select(condition(arith::gt(p.out, 1)), e, single);
   };
   switch (mode) {
     case CoordinateTransform::kHalfPixel:
@@ -114,9 +114,17 @@ Expr source_coordinate(const DimPlan& p, const arith::Var& i, CoordinateTransfor
     case CoordinateTransform::kAsymmetric:
       return x / scale;
     case CoordinateTransform::kPytorchHalfPixel:
-      return unless_single(half_pixel);
+      return unless_single(half_pixel, f64c(0));
     case CoordinateTransform::kAlignCorners:
-      return unless_single(x * as_f64(p.in - arith::Expr(1)) / as_f64(p.out - arith::Expr(1)));
+      return unless_single(x * as_f64(p.in - arith::Expr(1)) / as_f64(p.out - arith::Expr(1)),
+                           f64c(0));
+    case CoordinateTransform::kTfCropAndResize: {
+      Expr in1 = as_f64(p.in - arith::Expr(1));
+      Expr width = roi_end - roi_start;
+      Expr start = roi_start * in1;
+      return unless_single(x * width * in1 / as_f64(p.out - arith::Expr(1)) + start,
+                           width * in1 / f64c(2) + start);
+    }
   }
   DYNVM_INTERNAL_CHECK(false, "unknown coordinate transformation");
   return x;
@@ -150,12 +158,168 @@ arith::Expr clamp(const arith::Expr& index, const arith::Expr& extent) {
   return arith::max(arith::min(index, extent - arith::Expr(1)), arith::Expr(0));
 }
 
+// Keys' cubic weights of the neighbours base - 1 .. base + 2 for r = c - base in (0, 1],
+// as the reference writes them.
+std::vector<Expr> cubic_weights(const Expr& r, double a) {
+  Expr A = f64c(a);
+  Expr r1 = r + f64c(1), s = f64c(1) - r, s1 = s + f64c(1);
+  return {((A * r1 - f64c(5 * a)) * r1 + f64c(8 * a)) * r1 - f64c(4 * a),
+          ((A + f64c(2)) * r - (A + f64c(3))) * r * r + f64c(1),
+          ((A + f64c(2)) * s - (A + f64c(3))) * s * s + f64c(1),
+          ((A * s1 - f64c(5 * a)) * s1 + f64c(8 * a)) * s1 - f64c(4 * a)};
+}
+
+// One neighbour of a resized dim: its (clamped) input index and weight (f64).
+struct Tap {
+  arith::Expr index;
+  Expr weight;
+};
+
+
+const char* mode_name(ResizeMode m) {
+  switch (m) {
+    case ResizeMode::kNearest:
+      return "nearest";
+    case ResizeMode::kLinear:
+      return "linear";
+    case ResizeMode::kCubic:
+      return "cubic";
+  }
+  return "?";
+}
+
+// The kernel over planned dims. `roi`: tf_crop_and_resize's window (defined for it);
+// `guard`: coordinates come from values read at run time (any f32), so they are kept in
+// [-2^40, 2^40] before becoming indices (a neighbour's +1 must not overflow).
+OpInstance build(const std::string& name, const TensorType& x, const ResizeAttrs& attrs,
+                 const std::vector<DimPlan>& plans, std::vector<te::TensorRef> inputs,
+                 const te::TensorRef& in, const te::TensorRef& roi, bool guard) {
+  const ResizeMode mode = attrs.mode;
+  if (mode != ResizeMode::kNearest && x.dtype == vm::DType::kBool) {
+    user_error("resize: ", mode_name(mode), " mode does not take bool");
+  }
+  const CoordinateTransform transform = attrs.coordinate_transformation_mode;
+  const bool crop = transform == CoordinateTransform::kTfCropAndResize;
+  if (crop && !roi) user_error("resize: tf_crop_and_resize needs roi");
+  const auto rank = static_cast<int64_t>(plans.size());
+  std::vector<arith::Expr> shape;
+  for (const DimPlan& p : plans) shape.push_back(p.out);
+  te::TensorRef out = te::compute("Y", shape, [&](const te::Indices& i) {
+    std::vector<arith::Expr> at(i.begin(), i.end());
+    // (var, value) of each resized dim's input index; the body is wrapped in their lets.
+    std::vector<std::pair<arith::Var, Expr>> lets;
+    std::vector<std::pair<size_t, std::vector<Tap>>> taps;  // linear / cubic, per dim
+    Expr outside;                                           // tf_crop_and_resize
+    for (size_t d = 0; d < plans.size(); ++d) {
+      const DimPlan& p = plans[d];
+      if (p.identity) continue;
+      Expr roi_start, roi_end;
+      if (crop) {
+        roi_start = tir::cast(tir::f64(), te::read(roi, std::vector<arith::Expr>{int64_t(d)}));
+        roi_end = tir::cast(tir::f64(), te::read(roi, std::vector<arith::Expr>{rank + int64_t(d)}));
+      }
+      Expr c = source_coordinate(p, i[d], transform, roi_start, roi_end);
+      if (crop) {
+        // Not inside [0, in - 1] (a NaN too): the extrapolation value.
+        Expr inside = tir::logical_and(cmp(tir::CompareOp::kGe, c, f64c(0)),
+                                       cmp(tir::CompareOp::kLe, c, as_f64(p.in - arith::Expr(1))));
+        Expr out_d = tir::logical_not(inside);
+        outside = outside.defined() ? tir::logical_or(outside, out_d) : out_d;
+      }
+      if (guard) c = tir::max(tir::min(c, f64c(0x1p40)), f64c(-0x1p40));
+      arith::Var v("src" + std::to_string(d));
+      if (mode == ResizeMode::kNearest) {
+        lets.emplace_back(v, nearest_index(c, attrs.nearest_mode));
+        at[d] = clamp(v, p.in);
+      } else if (mode == ResizeMode::kLinear) {
+        Expr f = tir::call(tir::Intrinsic::kFloor, c);
+        lets.emplace_back(v, tir::cast(tir::i64(), f));
+        Expr r = c - f;
+        taps.push_back({d, {{clamp(v, p.in), f64c(1) - r}, {clamp(v + 1, p.in), r}}});
+      } else {
+        // base = ceil(c) - 1, so r = c - base is in (0, 1]: an integral c is neighbour 2.
+        Expr base = tir::call(tir::Intrinsic::kCeil, c) - f64c(1);
+        lets.emplace_back(v, tir::cast(tir::i64(), base));
+        std::vector<Expr> w = cubic_weights(c - base, attrs.cubic_coeff_a);
+        if (attrs.exclude_outside) {
+          Expr sum;
+          for (int64_t k = 0; k < 4; ++k) {
+            arith::Expr at_k = v + (k - 1);
+            Expr inside = condition(arith::logical_and(arith::ge(at_k, 0), arith::lt(at_k, p.in)));
+            w[k] = tir::select(inside, w[k], f64c(0));
+            sum = sum.defined() ? sum + w[k] : w[k];
+          }
+          for (Expr& wk : w) wk = wk / sum;
+        }
+        std::vector<Tap> t;
+        for (int64_t k = 0; k < 4; ++k) t.push_back({clamp(v + (k - 1), p.in), w[k]});
+        taps.emplace_back(d, std::move(t));
+      }
+    }
+    Expr body;
+    if (mode == ResizeMode::kNearest) {
+      body = te::read(in, at);
+    } else {
+      // Sum over every combination of one neighbour per dim (the first dim's varying
+      // fastest) of the weights' product times the element. Linear weighs in the data's
+      // floating type, cubic in f64; integers in f64, rounded half to even.
+      tir::DataType t = mode == ResizeMode::kLinear && vm::is_floating(x.dtype)
+                            ? tir::DataType{x.dtype, 1}
+                            : tir::f64();
+      auto cast_to = [](tir::DataType to, const Expr& e) {
+        return e.type() == to ? e : tir::cast(to, e);
+      };
+      size_t combinations = 1;
+      for (const auto& [d, list] : taps) combinations *= list.size();
+      for (size_t combination = 0; combination < combinations; ++combination) {
+        std::vector<arith::Expr> idx = at;
+        Expr w;
+        size_t rest = combination;
+        for (const auto& [d, list] : taps) {
+          const Tap& tap = list[rest % list.size()];
+          rest /= list.size();
+          idx[d] = tap.index;
+          Expr wd = cast_to(t, tap.weight);
+          w = w.defined() ? w * wd : wd;
+        }
+        Expr term = cast_to(t, te::read(in, idx));
+        if (w.defined()) term = w * term;  // undefined when no dim is resized
+        body = body.defined() ? body + term : term;
+      }
+      if (!vm::is_floating(x.dtype)) {
+        body = tir::cast(tir::DataType{x.dtype, 1}, tir::call(tir::Intrinsic::kRound, body));
+      } else {
+        body = cast_to(tir::DataType{x.dtype, 1}, body);
+      }
+    }
+    if (outside.defined()) {
+      body = tir::select(outside, tir::make_const(body.type(), attrs.extrapolation_value), body);
+    }
+    for (auto it = lets.rbegin(); it != lets.rend(); ++it) {
+      body = tir::let_index(it->first, it->second, body);
+    }
+    return body;
+  });
+  return injective_op(name + mode_name(mode) + "_" + dtype_suffix(x.dtype), std::move(inputs), out);
+}
+
+te::TensorRef roi_placeholder(const TensorType* roi, const ResizeAttrs& attrs, size_t rank) {
+  if (attrs.coordinate_transformation_mode != CoordinateTransform::kTfCropAndResize) return {};
+  if (roi == nullptr) user_error("resize: tf_crop_and_resize needs roi");
+  if (roi->shape.size() != 1 || !roi->shape[0].is_int_imm() ||
+      roi->shape[0].int_value() != static_cast<int64_t>(2 * rank) || !vm::is_floating(roi->dtype)) {
+    user_error("resize: roi must be a float vector of ", 2 * rank, " elements");
+  }
+  return te::placeholder("roi", roi->shape, roi->dtype);
+}
+
 }  // namespace
 
 ResizeMode resize_mode_from_string(const std::string& mode) {
   if (mode == "nearest") return ResizeMode::kNearest;
   if (mode == "linear") return ResizeMode::kLinear;
-  user_error("resize: unsupported mode '", mode, "' (expected nearest or linear)");
+  if (mode == "cubic") return ResizeMode::kCubic;
+  user_error("resize: unsupported mode '", mode, "' (expected nearest, linear or cubic)");
 }
 
 NearestMode nearest_mode_from_string(const std::string& mode) {
@@ -172,8 +336,10 @@ CoordinateTransform coordinate_transform_from_string(const std::string& mode) {
   if (mode == "asymmetric") return CoordinateTransform::kAsymmetric;
   if (mode == "align_corners") return CoordinateTransform::kAlignCorners;
   if (mode == "pytorch_half_pixel") return CoordinateTransform::kPytorchHalfPixel;
+  if (mode == "tf_crop_and_resize") return CoordinateTransform::kTfCropAndResize;
   user_error("resize: unsupported coordinate_transformation_mode '", mode,
-             "' (expected half_pixel, asymmetric, align_corners or pytorch_half_pixel)");
+             "' (expected half_pixel, asymmetric, align_corners, pytorch_half_pixel or "
+             "tf_crop_and_resize)");
 }
 
 std::vector<arith::Expr> resize_output_shape(const TensorType& x, const ResizeAttrs& attrs) {
@@ -182,67 +348,72 @@ std::vector<arith::Expr> resize_output_shape(const TensorType& x, const ResizeAt
   return shape;
 }
 
-OpInstance resize(const TensorType& x, const ResizeAttrs& attrs) {
+OpInstance resize(const TensorType& x, const ResizeAttrs& attrs, const TensorType* roi) {
   std::vector<DimPlan> plans = plan_dims(x, attrs);
-  bool linear = attrs.mode == ResizeMode::kLinear;
-  if (linear && x.dtype == vm::DType::kBool) user_error("resize: linear mode does not take bool");
-  std::vector<arith::Expr> shape;
-  for (const DimPlan& p : plans) shape.push_back(p.out);
   te::TensorRef in = te::placeholder("X", x.shape, x.dtype);
-  CoordinateTransform transform = attrs.coordinate_transformation_mode;
-  te::TensorRef out = te::compute("Y", shape, [&](const te::Indices& i) {
-    std::vector<arith::Expr> at(i.begin(), i.end());
-    // (var, value) of each resized dim's input index; the body is wrapped in their lets.
-    std::vector<std::pair<arith::Var, Expr>> lets;
-    std::vector<std::pair<size_t, Expr>> fractions;  // linear: (dim, c - floor(c))
-    for (size_t d = 0; d < plans.size(); ++d) {
-      if (plans[d].identity) continue;
-      Expr c = source_coordinate(plans[d], i[d], transform);
-      arith::Var v("src" + std::to_string(d));
-      if (linear) {
-        Expr f = tir::call(tir::Intrinsic::kFloor, c);
-        lets.emplace_back(v, tir::cast(tir::i64(), f));
-        fractions.emplace_back(d, c - f);
-      } else {
-        lets.emplace_back(v, nearest_index(c, attrs.nearest_mode));
-      }
-      at[d] = clamp(v, plans[d].in);
+  te::TensorRef roi_in = roi_placeholder(roi, attrs, plans.size());
+  std::vector<te::TensorRef> inputs{in};
+  if ((roi_in != nullptr)) inputs.push_back(roi_in);
+  return build("resize_", x, attrs, plans, inputs, in, roi_in, /*guard=*/(roi_in != nullptr));
+}
+
+OpInstance resize_at_run_time(const TensorType& x, const ResizeAttrs& attrs, const TensorType* roi,
+                              const ResizeAtRunTime& run_time) {
+  const size_t rank = x.shape.size();
+  if (rank == 0) user_error("resize: the input must have rank >= 1");
+  if (run_time.shape.size() != rank || run_time.kept.size() != rank) {
+    user_error("resize: an output of rank ", run_time.shape.size(), " for ", rank);
+  }
+  te::TensorRef in = te::placeholder("X", x.shape, x.dtype);
+  te::TensorRef roi_in = roi_placeholder(roi, attrs, rank);
+  std::vector<te::TensorRef> inputs{in};
+  if ((roi_in != nullptr)) inputs.push_back(roi_in);
+  te::TensorRef scales;
+  if (run_time.scales != nullptr) {
+    const TensorType& s = *run_time.scales;
+    if (s.shape.size() != 1 || !s.shape[0].is_int_imm() ||
+        s.shape[0].int_value() != static_cast<int64_t>(rank) || !vm::is_floating(s.dtype)) {
+      user_error("resize: scales must be a float vector of ", rank, " elements");
     }
-    Expr body;
-    if (!linear) {
-      body = te::read(in, at);
-    } else {
-      // Sum over the 2^m corners of the weight (1 - r or r per dim) times the element.
-      tir::DataType t = vm::is_floating(x.dtype) ? tir::DataType{x.dtype, 1} : tir::f64();
-      auto cast_to = [](tir::DataType to, const Expr& e) {
-        return e.type() == to ? e : tir::cast(to, e);
-      };
-      for (size_t corner = 0; corner < (size_t{1} << fractions.size()); ++corner) {
-        std::vector<arith::Expr> idx = at;
-        Expr w;
-        for (size_t j = 0; j < fractions.size(); ++j) {
-          auto [d, r] = fractions[j];
-          bool upper = (corner >> j) & 1;
-          if (upper) idx[d] = clamp(arith::Expr(lets[j].first) + arith::Expr(1), plans[d].in);
-          Expr wd = cast_to(t, upper ? r : f64c(1) - r);
-          w = w.defined() ? w * wd : wd;
-        }
-        Expr term = cast_to(t, te::read(in, idx));
-        if (w.defined()) term = w * term;  // undefined when no dim is resized
-        body = body.defined() ? body + term : term;
-      }
-      if (!vm::is_floating(x.dtype)) {
-        body = tir::cast(tir::DataType{x.dtype, 1}, tir::call(tir::Intrinsic::kRound, body));
-      }
+    scales = te::placeholder("scales", s.shape, s.dtype);
+    inputs.push_back(scales);
+  }
+  std::vector<DimPlan> plans(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    DimPlan& p = plans[d];
+    p.in = x.shape[d];
+    p.identity = run_time.kept[d] && may_be_identity(attrs);
+    // A kept dim is the input's (one symbol fewer to bind).
+    p.out = run_time.kept[d] ? p.in : run_time.shape[d];
+    p.scale = (scales != nullptr)
+                  ? tir::cast(tir::f64(), te::read(scales, std::vector<arith::Expr>{int64_t(d)}))
+                  : as_f64(p.out) / as_f64(p.in);
+  }
+  return build("resize_rt_", x, attrs, plans, inputs, in, roi_in, /*guard=*/true);
+}
+
+OpInstance resize_output_sizes(const TensorType& x, const TensorType& scales) {
+  const auto rank = static_cast<int64_t>(x.shape.size());
+  if (rank == 0) user_error("resize: the input must have rank >= 1");
+  if (scales.shape.size() != 1 || !scales.shape[0].is_int_imm() ||
+      scales.shape[0].int_value() != rank || !vm::is_floating(scales.dtype)) {
+    user_error("resize: scales must be a float vector of ", rank, " elements");
+  }
+  te::TensorRef in = te::placeholder("X", x.shape, x.dtype);  // only its dims are read
+  te::TensorRef s = te::placeholder("scales", scales.shape, scales.dtype);
+  te::TensorRef out = te::compute("N", {arith::Expr(rank)}, [&](const te::Indices& i) {
+    arith::Expr dim = x.shape[static_cast<size_t>(rank - 1)];
+    for (int64_t d = rank - 1; d-- > 0;) {
+      dim = arith::select(arith::eq(i[0], d), x.shape[static_cast<size_t>(d)], dim);
     }
-    for (auto it = lets.rbegin(); it != lets.rend(); ++it) {
-      body = tir::let_index(it->first, it->second, body);
-    }
-    return body;
+    Expr scale = tir::cast(tir::f64(), te::read(s, std::vector<arith::Expr>{i[0]}));
+    Expr n = tir::call(tir::Intrinsic::kFloor, as_f64(dim) * scale);
+    // False for a NaN too.
+    Expr valid = tir::logical_and(cmp(tir::CompareOp::kGt, scale, f64c(0)),
+                                  cmp(tir::CompareOp::kLt, n, f64c(0x1p62)));
+    return tir::cast(tir::i64(), tir::select(valid, n, f64c(-1)));
   });
-  return injective_op(
-      std::string("resize_") + (linear ? "linear_" : "nearest_") + dtype_suffix(x.dtype), {in},
-      out);
+  return injective_op("resize_output_sizes_" + dtype_suffix(scales.dtype), {in, s}, out);
 }
 
 }  // namespace dynvm::ops

@@ -235,8 +235,8 @@ TEST(RuntimeSymbols, TopKWithKReadAtRunTime) {
   %b = TopK(%x, %k) {axis=1, largest=0, num_outputs=2}
   return (%t.0, %t.1, %b.0, %b.1)
 })");
-  vm::Tensor x = vm::Tensor::from_vector(std::vector<float>{3, 1, 4, 1, 5, 9, 2, 6, 5, 3},
-                                         {2, 5}, vm::DType::kFloat32);
+  vm::Tensor x = vm::Tensor::from_vector(std::vector<float>{3, 1, 4, 1, 5, 9, 2, 6, 5, 3}, {2, 5},
+                                         vm::DType::kFloat32);
   auto floats = [](const vm::Tensor& t) {
     return std::vector<float>(t.data_as<float>(), t.data_as<float>() + t.numel());
   };
@@ -255,6 +255,115 @@ TEST(RuntimeSymbols, TopKWithKReadAtRunTime) {
   EXPECT_EQ(m.run(none)[0].as_tensor().shape(), (vm::Shape{2, 0}));
   std::vector<vm::Value> many{x, i64s({6}, {1})};
   EXPECT_USER_ERROR(m.run(many), "%t = TopK: k (k[0]) is not in 0..5");
+}
+
+std::vector<float> floats_of(const vm::Tensor& t) {
+  return std::vector<float>(t.data_as<float>(), t.data_as<float>() + t.numel());
+}
+
+TEST(RuntimeSymbols, ResizeToTheSizeOfAnotherInputsShape) {
+  // The FPN / U-Net pattern: F.interpolate(x, size=skip.shape[2:]), concatenated to skip.
+  vm::VirtualMachine m = machine_for(R"(fn @main(%x: f32[n, c, h, w], %skip: f32[n, k, sh, sw]) {
+  %xs = Shape(%x)
+  %nc = Slice(%xs, const(i64[1], [0]), const(i64[1], [2]))
+  %ss = Shape(%skip)
+  %hw = Slice(%ss, const(i64[1], [2]), const(i64[1], [4]))
+  %sizes = Concat(%nc, %hw) {axis=0}
+  %y = Resize(%x, (), (), %sizes) {mode="nearest"}
+  %z = Concat(%y, %skip) {axis=1}
+  return %z
+})");
+  // x = [[[0, 1, 2]], [[3, 4, 5]]] to 3 x 2 (the ONNX reference, half_pixel nearest).
+  vm::Tensor x = iota(6).reshape_view({1, 2, 1, 3});
+  vm::Tensor skip = vm::Tensor::from_vector(std::vector<float>{9, 9, 9, 9, 9, 9}, {1, 1, 3, 2},
+                                            vm::DType::kFloat32);
+  std::vector<vm::Value> in{x, skip};
+  vm::Tensor z = m.run(in).at(0).as_tensor();
+  ASSERT_EQ(z.shape(), (vm::Shape{1, 3, 3, 2}));
+  EXPECT_EQ(floats_of(z),
+            (std::vector<float>{0, 2, 0, 2, 0, 2, 3, 5, 3, 5, 3, 5, 9, 9, 9, 9, 9, 9}));
+  // Twice the size: each element repeated 2 x 2.
+  std::vector<vm::Value> twice{x, vm::Tensor::empty({1, 1, 2, 6}, vm::DType::kFloat32)};
+  z = m.run(twice).at(0).as_tensor();
+  ASSERT_EQ(z.shape(), (vm::Shape{1, 3, 2, 6}));
+  for (int64_t r = 0; r < 2; ++r) {
+    for (int64_t col = 0; col < 6; ++col) {
+      EXPECT_EQ(z.data_as<float>()[12 + r * 6 + col], 3.0f + static_cast<float>(col / 2));
+    }
+  }
+  std::vector<vm::Value> empty{vm::Tensor::empty({1, 2, 0, 3}, vm::DType::kFloat32), skip};
+  EXPECT_USER_ERROR(m.run(empty), "%y = Resize: input dim 2 is empty but its size is not 0");
+}
+
+TEST(RuntimeSymbols, ResizeByScalesReadAtRunTime) {
+  // As the ONNX importer binds it: the output sizes as a value of their own.
+  Module module = parse_module(R"(fn @main(%x: f32[1, 1, 2, 2], %s: f32[4]) {
+  return %x
+})");
+  auto main = std::make_shared<Function>(*module.find_function("main"));
+  Expr x = main->params[0], s = main->params[1];
+  Expr sizes = make_var("sizes"), y = make_var("y");
+  main->body = make_let(sizes, make_call("dynvm.ResizeOutputSizes", {x, s}),
+                        make_let(y,
+                                 make_call("Resize", {x, make_tuple({}), s, make_tuple({}), sizes},
+                                           {{"mode", std::string("linear")}}),
+                                 y));
+  module.functions = {main};
+  vm::VirtualMachine m(vm::Program::load(compile(module, CompileOptions{})));
+  vm::Tensor x_in =
+      vm::Tensor::from_vector(std::vector<float>{1, 2, 3, 4}, {1, 1, 2, 2}, vm::DType::kFloat32);
+  auto scales = [](std::vector<float> v) {
+    return vm::Tensor::from_vector(v, {4}, vm::DType::kFloat32);
+  };
+  // The ONNX documentation's test_resize_upsample_scales_linear.
+  std::vector<vm::Value> up{x_in, scales({1, 1, 2, 2})};
+  vm::Tensor r = m.run(up).at(0).as_tensor();
+  ASSERT_EQ(r.shape(), (vm::Shape{1, 1, 4, 4}));
+  EXPECT_EQ(floats_of(r), (std::vector<float>{1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75,
+                                              3.25, 3.5, 3, 3.25, 3.75, 4}));
+  // numpy: floor([2, 2] * [1.5, 0.5]) = [3, 1]; the reference gives [1.5, 2.5, 3.5].
+  std::vector<vm::Value> mixed{x_in, scales({1, 1, 1.5, 0.5})};
+  r = m.run(mixed).at(0).as_tensor();
+  ASSERT_EQ(r.shape(), (vm::Shape{1, 1, 3, 1}));
+  // (linear weighs in f32, the reference in f64)
+  for (int64_t i = 0; i < 3; ++i) EXPECT_NEAR(r.data_as<float>()[i], 1.5 + i, 1e-6);
+  std::vector<vm::Value> negative{x_in, scales({1, 1, -1, 2})};
+  EXPECT_USER_ERROR(m.run(negative), "%y = Resize: scale 2 is not positive and finite");
+}
+
+TEST(RuntimeSymbols, CumSumAlongAnAxisReadAtRunTime) {
+  // As the ONNX importer binds it: a scan over the middle of x viewed as [outer, n, inner].
+  Module module = parse_module(R"(fn @main(%x: f32[2, 3], %a: i64[]) {
+  return %x
+})");
+  auto main = std::make_shared<Function>(*module.find_function("main"));
+  Expr x = main->params[0], a = main->params[1];
+  Expr extents = make_var("y/extents"), view = make_var("y/view"), scan = make_var("y/scan"),
+       shape = make_var("y/shape"), y = make_var("y");
+  const Attrs allowzero{{"allowzero", int64_t{1}}};
+  Expr one = make_constant(i64_scalar(1));
+  main->body = make_let(
+      extents, make_call("dynvm.AxisExtents", {x, a}),
+      make_let(view, make_call("Reshape", {x, extents}, allowzero),
+               make_let(scan, make_call("CumSum", {view, one}, {{"exclusive", int64_t{1}}}),
+                        make_let(shape, make_call("Shape", {x}),
+                                 make_let(y, make_call("Reshape", {scan, shape}, allowzero), y)))));
+  module.functions = {main};
+  vm::VirtualMachine m(vm::Program::load(compile(module, CompileOptions{})));
+  // x = [[0, 1, 2], [3, 4, 5]], exclusive.
+  auto run = [&](int64_t axis) {
+    std::vector<vm::Value> in{iota(6).reshape_view({2, 3}), i64_scalar(axis)};
+    vm::Tensor t = m.run(in).at(0).as_tensor();
+    EXPECT_EQ(t.shape(), (vm::Shape{2, 3}));
+    return floats_of(t);
+  };
+  EXPECT_EQ(run(0), (std::vector<float>{0, 0, 0, 0, 1, 2}));
+  EXPECT_EQ(run(1), (std::vector<float>{0, 0, 1, 0, 3, 7}));
+  EXPECT_EQ(run(-2), run(0));
+  EXPECT_EQ(run(-1), run(1));
+  std::vector<vm::Value> bad{iota(6).reshape_view({2, 3}), i64_scalar(2)};
+  EXPECT_USER_ERROR(m.run(bad),
+                    "%y/extents = dynvm.AxisExtents: the axis is out of range for rank 2");
 }
 
 TEST(RuntimeSymbols, UnrelatedSymbolicDimsBroadcastAtRunTime) {

@@ -44,7 +44,7 @@ const std::map<std::string, std::set<int>>& compile_time_inputs() {
       {"ReduceMean", {1}},      {"ReduceMax", {1}},       {"ReduceMin", {1}},
       {"ReduceProd", {1}},      {"ReduceL1", {1}},        {"ReduceL2", {1}},
       {"ReduceLogSumExp", {1}}, {"ConstantOfShape", {0}}, {"Range", {0, 1, 2}},
-      {"Dropout", {1, 2}},
+      {"Dropout", {1, 2}},      {"Upsample", {1}},
   };
   return table;
 }

@@ -24,6 +24,7 @@ struct Case {
   std::string name;
   vm::Shape in_shape;
   ResizeAttrs attrs;
+  bool roi = false;  // tf_crop_and_resize: resize_<name>_roi.npy
 };
 
 ResizeAttrs attrs(ResizeMode mode, CT ct, NearestMode nearest, std::vector<float> scales,
@@ -37,8 +38,20 @@ ResizeAttrs attrs(ResizeMode mode, CT ct, NearestMode nearest, std::vector<float
   return a;
 }
 
+ResizeAttrs cubic(ResizeAttrs a, double coeff_a, bool exclude_outside) {
+  a.cubic_coeff_a = coeff_a;
+  a.exclude_outside = exclude_outside;
+  return a;
+}
+
+ResizeAttrs extrapolate(ResizeAttrs a, double value) {
+  a.extrapolation_value = value;
+  return a;
+}
+
 constexpr ResizeMode kNearest = ResizeMode::kNearest;
 constexpr ResizeMode kLinear = ResizeMode::kLinear;
+constexpr ResizeMode kCubic = ResizeMode::kCubic;
 constexpr NearestMode kFloorTie = NearestMode::kRoundPreferFloor;
 constexpr NearestMode kCeilTie = NearestMode::kRoundPreferCeil;
 
@@ -79,6 +92,22 @@ const std::vector<Case> kFixtureCases = {
      {1, 2, 4, 5},
      attrs(kLinear, CT::kPytorchHalfPixel, kFloorTie, {}, {1, 2, 1, 3})},
     {"linear_1d_half_pixel", {2, 3, 7}, attrs(kLinear, CT::kHalfPixel, kFloorTie, {1, 1, 2.5})},
+    {"cubic_half_pixel_up", {1, 1, 4, 5}, attrs(kCubic, CT::kHalfPixel, kFloorTie, {1, 1, 2, 1.5})},
+    {"cubic_exclude_outside_down",
+     {1, 2, 8, 6},
+     cubic(attrs(kCubic, CT::kHalfPixel, kFloorTie, {1, 1, 0.5, 0.75}), -0.5, true)},
+    {"cubic_align_corners_sizes",
+     {1, 1, 3, 4},
+     attrs(kCubic, CT::kAlignCorners, kFloorTie, {}, {1, 1, 5, 7})},
+    {"cubic_asymmetric_3d", {2, 5, 6}, attrs(kCubic, CT::kAsymmetric, kFloorTie, {1, 2, 0.5})},
+    {"linear_tf_crop_and_resize",
+     {1, 1, 5, 6},
+     extrapolate(attrs(kLinear, CT::kTfCropAndResize, kFloorTie, {}, {1, 1, 4, 3}), 7),
+     true},
+    {"nearest_tf_crop_and_resize",
+     {1, 2, 5, 4},
+     attrs(kNearest, CT::kTfCropAndResize, kFloorTie, {}, {1, 2, 3, 1}),
+     true},
 };
 
 // Symbolic kernels checked on random inputs against `reference` below.
@@ -108,10 +137,30 @@ class Resize : public ::testing::Test {
   static void SetUpTestSuite() {
     std::vector<OpToBuild> ops;
     for (const Case& c : kFixtureCases) {
-      ops.push_back({c.name + "_static", resize({kF32, dims(c.in_shape)}, c.attrs)});
+      const size_t rank = c.in_shape.size();
+      TensorType roi{kF32, dims({static_cast<int64_t>(2 * rank)})};
+      const TensorType* roi_type = c.roi ? &roi : nullptr;
+      ops.push_back({c.name + "_static", resize({kF32, dims(c.in_shape)}, c.attrs, roi_type)});
       if (!c.attrs.scales.empty()) {
-        ops.push_back({c.name + "_sym", resize({kF32, symbolic_dims(c.in_shape.size())}, c.attrs)});
+        ops.push_back({c.name + "_sym", resize({kF32, symbolic_dims(rank)}, c.attrs, roi_type)});
       }
+      // Scales or sizes only the run time knows: the output's dims bound from the output,
+      // the scales read by the kernel (or out / in for sizes); no dim known to be kept.
+      ResizeAttrs run_time_attrs = c.attrs;
+      run_time_attrs.scales.clear();
+      run_time_attrs.sizes.clear();
+      TensorType scales{kF32, dims({static_cast<int64_t>(rank)})};
+      ResizeAtRunTime rt;
+      for (size_t d = 0; d < rank; ++d) rt.shape.push_back(arith::Var("o" + std::to_string(d)));
+      rt.kept.assign(rank, false);
+      if (!c.attrs.scales.empty()) rt.scales = &scales;
+      ops.push_back({c.name + "_run_time", resize_at_run_time({kF32, symbolic_dims(rank)},
+                                                              run_time_attrs, roi_type, rt)});
+    }
+    {
+      // floor(dim * scale), -1 for a scale that is not positive and finite.
+      TensorType x{kF32, symbolic_dims(3)}, scales{kF32, dims({3})};
+      ops.push_back({"output_sizes", resize_output_sizes(x, scales)});
     }
     for (const Case& c : kRandomCases) {
       TensorType x{random_case_dtype(c.name), symbolic_dims(c.attrs.scales.size())};
@@ -135,12 +184,21 @@ TEST_F(Resize, MatchesTheOnnxReferenceFixtures) {
     ASSERT_EQ(x.shape(), c.in_shape) << c.name;
     // Nearest copies elements; linear weighs them in f32 where the reference uses f64.
     double tol = c.attrs.mode == kNearest ? 0 : 1e-6;
+    std::vector<vm::Tensor> inputs{x};
+    if (c.roi) inputs.push_back(vm::read_npy(fixture(c.name, "roi")));
     std::vector<std::string> symbols = {c.name + "_static"};
     if (!c.attrs.scales.empty()) symbols.push_back(c.name + "_sym");
     for (const std::string& symbol : symbols) {
-      vm::Tensor y = run_op(*lib_, symbol, {x}, want.shape(), kF32);
+      vm::Tensor y = run_op(*lib_, symbol, inputs, want.shape(), kF32);
       expect_close(y, values(want), tol, tol, symbol);
     }
+    std::vector<vm::Tensor> run_time_inputs = inputs;
+    if (!c.attrs.scales.empty()) {
+      run_time_inputs.push_back(vm::Tensor::from_vector(
+          c.attrs.scales, {static_cast<int64_t>(c.attrs.scales.size())}, kF32));
+    }
+    vm::Tensor y = run_op(*lib_, c.name + "_run_time", run_time_inputs, want.shape(), kF32);
+    expect_close(y, values(want), tol, tol, c.name + "_run_time");
   }
 }
 
@@ -156,6 +214,8 @@ double coordinate(int64_t x, int64_t in, int64_t out, double scale, CT ct) {
       return out == 1 ? -0.5 : (xd + 0.5) / scale - 0.5;
     case CT::kAlignCorners:
       return out == 1 ? 0 : xd * static_cast<double>(in - 1) / static_cast<double>(out - 1);
+    case CT::kTfCropAndResize:
+      break;  // fixtures only
   }
   return 0;
 }
@@ -239,6 +299,20 @@ TEST_F(Resize, RandomInputsAtAwkwardSizesOnSymbolicKernels) {
   }
 }
 
+TEST_F(Resize, OutputSizesOfScalesReadAtRunTime) {
+  auto sizes = [&](vm::Shape in, std::vector<float> scales) {
+    vm::Tensor x = vm::Tensor::empty(in, kF32);
+    vm::Tensor s = vm::Tensor::from_vector(scales, {3}, kF32);
+    vm::Tensor n = run_op(*lib_, "output_sizes", {x, s}, {3}, kI64);
+    return std::vector<int64_t>(n.data_as<int64_t>(), n.data_as<int64_t>() + 3);
+  };
+  // numpy: (np.float32([1, 0.6, 1.7]) * [2, 5, 7]).astype(int) == [2, 3, 11]
+  EXPECT_EQ(sizes({2, 5, 7}, {1, 0.6f, 1.7f}), (std::vector<int64_t>{2, 3, 11}));
+  EXPECT_EQ(sizes({4, 0, 3}, {0.25f, 3, 0.3f}), (std::vector<int64_t>{1, 0, 0}));
+  EXPECT_EQ(sizes({2, 2, 2}, {0, -1, std::nanf("")}), (std::vector<int64_t>{-1, -1, -1}));
+  EXPECT_EQ(sizes({2, 2, 0}, {1, INFINITY, INFINITY}), (std::vector<int64_t>{2, -1, -1}));
+}
+
 TEST(ResizeShape, FractionalScalesOnSymbolicDimsAreExact) {
   arith::Var n("n");
   ResizeAttrs a = attrs(kNearest, CT::kHalfPixel, kFloorTie, {0.6f});
@@ -268,15 +342,17 @@ TEST(ResizeBuilder, RejectsBadAttributes) {
       resize({kF32, dims({2, 3})}, attrs(kNearest, CT::kHalfPixel, kFloorTie, {}, {2, -1})),
       "negative");
   EXPECT_USER_ERROR(
-      resize({kF32, dims({1, 2, 3, 4})}, attrs(kLinear, CT::kHalfPixel, kFloorTie, {1, 2, 2, 2})),
-      "only the last two dims");
+      resize({kF32, dims({2, 4})}, attrs(kLinear, CT::kTfCropAndResize, kFloorTie, {}, {2, 3})),
+      "tf_crop_and_resize needs roi");
   EXPECT_USER_ERROR(resize({kBool, {n}}, attrs(kLinear, CT::kHalfPixel, kFloorTie, {2})), "bool");
   EXPECT_USER_ERROR(resize({kF32, {}}, attrs(kNearest, CT::kHalfPixel, kFloorTie, {})),
                     "rank >= 1");
-  EXPECT_USER_ERROR(resize_mode_from_string("cubic"), "unsupported mode 'cubic'");
+  EXPECT_USER_ERROR(resize_mode_from_string("bicubic"), "unsupported mode 'bicubic'");
   EXPECT_USER_ERROR(nearest_mode_from_string("round"), "nearest_mode 'round'");
-  EXPECT_USER_ERROR(coordinate_transform_from_string("tf_crop_and_resize"),
-                    "coordinate_transformation_mode 'tf_crop_and_resize'");
+  EXPECT_USER_ERROR(coordinate_transform_from_string("half_pixel_symmetric"),
+                    "coordinate_transformation_mode 'half_pixel_symmetric'");
+  EXPECT_EQ(coordinate_transform_from_string("tf_crop_and_resize"), CT::kTfCropAndResize);
+  EXPECT_EQ(resize_mode_from_string("cubic"), kCubic);
   EXPECT_EQ(coordinate_transform_from_string("pytorch_half_pixel"), CT::kPytorchHalfPixel);
   EXPECT_EQ(nearest_mode_from_string("ceil"), NearestMode::kCeil);
   EXPECT_EQ(resize_mode_from_string("linear"), kLinear);
