@@ -69,8 +69,12 @@ class GraphImporter {
   // ---- types and dims ----
   Type value_type(const onnx::ValueInfoProto& info, const std::string& where) {
     if (!info.has_type()) return {};
-    if (!info.type().has_tensor_type()) user_error(where, ": only tensor values are supported");
-    const auto& tt = info.type().tensor_type();
+    const onnx::TypeProto& t = info.type();
+    if (t.has_sequence_type() || t.has_optional_type()) return container_type(t, where);
+    if (!t.has_tensor_type()) {
+      user_error(where, ": only tensor, sequence and optional values are supported");
+    }
+    const auto& tt = t.tensor_type();
     std::optional<vm::DType> dtype = vm::from_onnx_code(tt.elem_type());
     if (!dtype) user_error(where, ": unsupported element type ", tt.elem_type());
     if (!tt.has_shape()) return {};  // rank unknown: left to type inference
@@ -87,6 +91,48 @@ class GraphImporter {
       }
     }
     return compiler::tensor_type(*dtype, std::move(dims));
+  }
+
+  // A sequence of tensors (elements may differ in shape: only constant dims are kept) or an
+  // optional tensor or sequence.
+  Type container_type(const onnx::TypeProto& t, const std::string& where) {
+    if (t.has_optional_type()) {
+      const onnx::TypeProto& elem = t.optional_type().elem_type();
+      if (elem.has_sequence_type()) return compiler::optional_type(container_type(elem, where));
+      return compiler::optional_type(element_type(elem, true, where));
+    }
+    const onnx::TypeProto& elem = t.sequence_type().elem_type();
+    Type e = element_type(elem, false, where);
+    return e.is_tensor() ? compiler::sequence_type(e->dtype, e)
+                         : compiler::sequence_type(sequence_dtype(elem, where));
+  }
+  vm::DType sequence_dtype(const onnx::TypeProto& elem, const std::string& where) {
+    if (!elem.has_tensor_type()) user_error(where, ": only sequences of tensors are supported");
+    std::optional<vm::DType> dtype = vm::from_onnx_code(elem.tensor_type().elem_type());
+    if (!dtype) user_error(where, ": unsupported element type ", elem.tensor_type().elem_type());
+    return *dtype;
+  }
+  // A tensor held by a sequence or an optional; undefined when its rank is not known. Dims
+  // that are not constants are Any in a sequence, symbols in an optional (required there).
+  Type element_type(const onnx::TypeProto& elem, bool optional, const std::string& where) {
+    vm::DType dtype = sequence_dtype(elem, where);
+    const auto& tt = elem.tensor_type();
+    if (!tt.has_shape()) {
+      if (optional) user_error(where, ": an optional tensor needs a known rank");
+      return {};
+    }
+    std::vector<compiler::Dim> dims;
+    for (int axis = 0; axis < tt.shape().dim_size(); ++axis) {
+      const auto& d = tt.shape().dim(axis);
+      if (d.has_dim_value()) {
+        dims.emplace_back(d.dim_value());
+      } else if (optional && d.has_dim_param() && !d.dim_param().empty()) {
+        dims.emplace_back(symbol(d.dim_param()));
+      } else {
+        dims.push_back(compiler::Dim::any());
+      }
+    }
+    return compiler::tensor_type(dtype, std::move(dims));
   }
 
   arith::Var symbol(const std::string& model_name, int alias_depth = 0) {
@@ -199,6 +245,8 @@ class GraphImporter {
     for (const auto& a : n.attribute()) {
       if (a.type() == onnx::AttributeProto::GRAPH) {
         graphs[a.name()] = &a.g();
+      } else if (a.type() == onnx::AttributeProto::TYPE_PROTO && n.op_type() == "Optional") {
+        optional_type_attrs(a.tp(), form.attrs, where);
       } else {
         form.attrs[a.name()] = attribute(a, where);
       }
@@ -290,6 +338,21 @@ class GraphImporter {
           vm::Tensor::from_vector(v, {static_cast<int64_t>(v.size())}, vm::DType::kInt64));
     }
     user_error(where, ": Constant attribute '", kind, "' is not supported");
+  }
+
+  // An empty Optional's type as the attributes its type rule reads (op/ops_sequence.cc):
+  // elem_kind, dtype, and shape (-1: not a constant) when the rank is known.
+  void optional_type_attrs(const onnx::TypeProto& t, compiler::Attrs& attrs,
+                           const std::string& where) {
+    const bool sequence = t.has_sequence_type();
+    const onnx::TypeProto& elem = sequence ? t.sequence_type().elem_type() : t;
+    attrs["elem_kind"] = std::string(sequence ? "sequence" : "tensor");
+    attrs["dtype"] = static_cast<int64_t>(vm::to_onnx_code(sequence_dtype(elem, where)));
+    if (!elem.tensor_type().has_shape()) return;
+    std::vector<int64_t> shape;
+    for (const auto& d : elem.tensor_type().shape().dim())
+      shape.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    attrs["shape"] = shape;
   }
 
   compiler::AttrValue attribute(const onnx::AttributeProto& a, const std::string& where) {

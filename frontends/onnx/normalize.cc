@@ -37,7 +37,10 @@ const std::set<std::string>& supported_ops() {
       "Slice", "Split", "Squeeze", "Tile", "Transpose", "Unsqueeze", "GatherND", "ReverseSequence",
       "DepthToSpace", "SpaceToDepth", "EyeLike", "TopK",
       // control flow and recurrences
-      "If", "Loop", "Scan", "LSTM", "GRU", "RNN"};
+      "If", "Loop", "Scan", "LSTM", "GRU", "RNN",
+      // sequences and optionals (VM tuples)
+      "SequenceConstruct", "SequenceEmpty", "SequenceLength", "SequenceAt", "SequenceInsert",
+      "SequenceErase", "Optional", "OptionalHasElement", "OptionalGetElement"};
   return ops;
 }
 
