@@ -261,6 +261,11 @@ class Parser {
     std::optional<vm::DType> dtype = vm::parse_dtype(elem_name);
     if (!dtype) fail("unknown dtype '", elem_name, "'");
     if (accept(">")) return sequence_type(*dtype);
+    if (accept(",")) {
+      expect("empty");
+      expect(">");
+      return empty_sequence_type(*dtype);
+    }
     Type elem = tensor_rest(*dtype);
     expect(">");
     return sequence_type(*dtype, elem);

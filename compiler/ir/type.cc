@@ -70,6 +70,14 @@ Type sequence_type(vm::DType dtype, Type elem) {
   return Type(std::move(n));
 }
 
+Type empty_sequence_type(vm::DType dtype) {
+  auto n = std::make_shared<TypeNode>();
+  n->kind = TypeKind::kSequence;
+  n->dtype = dtype;
+  n->no_elements = true;
+  return Type(std::move(n));
+}
+
 Type optional_type(Type elem) {
   DYNVM_INTERNAL_CHECK(elem.is_tensor() || elem.is_sequence(),
                        "an optional holds a tensor or a sequence, got ", to_string(elem));
@@ -104,7 +112,8 @@ bool type_equal(const Type& a, const Type& b) {
     case TypeKind::kFunc:
       return all_equal(a->fields, b->fields) && all_equal(a->results, b->results);
     case TypeKind::kSequence:
-      return a->dtype == b->dtype && all_equal(a->fields, b->fields);
+      return a->dtype == b->dtype && a->no_elements == b->no_elements &&
+             all_equal(a->fields, b->fields);
     case TypeKind::kOptional:
       return all_equal(a->fields, b->fields);
   }
@@ -134,6 +143,7 @@ std::string to_string(const Type& t) {
     case TypeKind::kFunc:
       return "fn(" + list(t->fields) + ") -> (" + list(t->results) + ")";
     case TypeKind::kSequence:
+      if (t->no_elements) return str_cat("seq<", vm::dtype_name(t->dtype), ", empty>");
       return "seq<" +
              (t->fields.empty() ? std::string(vm::dtype_name(t->dtype)) : list(t->fields)) + ">";
     case TypeKind::kOptional:

@@ -66,6 +66,9 @@ struct TypeNode {
   // kTuple: the fields; kFunc: the parameters; kSequence: the element type, none when
   // the elements' rank is unknown; kOptional: the type of the value it may hold.
   std::vector<Type> fields;
+  // kSequence: known to hold no element (SequenceEmpty), so any element type fits it: it
+  // joins with a sequence as that sequence (a loop that inserts into an empty sequence).
+  bool no_elements = false;
   std::vector<Type> results;  // kFunc
 };
 
@@ -74,7 +77,8 @@ Type tuple_type(std::vector<Type> fields);
 Type func_type(std::vector<Type> params, std::vector<Type> results);
 // `elem` (a tensor type) with its non-constant dims made Any; undefined: rank unknown.
 Type sequence_type(vm::DType dtype, Type elem = {});
-Type optional_type(Type elem);  // elem: a tensor or sequence type
+Type empty_sequence_type(vm::DType dtype);  // `seq<f32, empty>`: no_elements
+Type optional_type(Type elem);              // elem: a tensor or sequence type
 // A sequence's element type (undefined when the rank is unknown), an optional's value type.
 inline const Type* element_type(const Type& t) {
   return t->fields.empty() ? nullptr : &t->fields[0];
@@ -83,8 +87,8 @@ inline const Type* element_type(const Type& t) {
 // Structural equality (dims by same_as).
 bool type_equal(const Type& a, const Type& b);
 // "f32[seq, 80]", "(f32[2], i64[])", "fn(f32[n]) -> (f32[n])", "seq<f32[?, 3]>", "seq<i64>"
-// (rank unknown), "opt<f32[4]>", "?" for undefined; Any prints as `?`. The parser (parser.h) reads
-// this back.
+// (rank unknown), "seq<f32, empty>", "opt<f32[4]>", "?" for undefined; Any prints as `?`. The
+// parser (parser.h) reads this back.
 std::string to_string(const Type& t);
 std::string to_string(const Dim& d);
 

@@ -28,6 +28,7 @@ Type with_element(const OpContext& ctx, const Type& seq, const TypeNode& elem) {
              vm::dtype_name(seq->dtype));
   }
   Type e = tensor_type(elem.dtype, elem.dims);
+  if (seq->no_elements) return sequence_type(seq->dtype, e);
   const Type* old = element_type(seq);
   return sequence_type(seq->dtype, old == nullptr ? Type() : join_elements(*old, e));
 }
@@ -54,7 +55,7 @@ Facts sequence_empty(OpContext& ctx) {
   const int64_t code = ctx.attr_int("dtype", 1);  // ONNX: float by default
   std::optional<vm::DType> dtype = vm::from_onnx_code(static_cast<int>(code));
   if (!dtype) ctx.fail("unsupported dtype ", code);
-  return {of_type(sequence_type(*dtype))};
+  return {of_type(empty_sequence_type(*dtype))};
 }
 
 Facts sequence_length(OpContext& ctx) {
@@ -65,6 +66,7 @@ Facts sequence_length(OpContext& ctx) {
 Facts sequence_at(OpContext& ctx) {
   const Type& seq = sequence(ctx, 0);
   check_position(ctx, 1);
+  if (seq->no_elements) ctx.fail("the sequence is empty");
   const Type* elem = element_type(seq);
   if (elem == nullptr) ctx.fail("the rank of the sequence's elements is not known");
   return {of_type(*elem)};

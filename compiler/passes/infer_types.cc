@@ -77,6 +77,8 @@ Type join(const Type& a, const Type& b, const std::string& where) {
   }
   if (a.kind() == TypeKind::kSequence) {
     if (a->dtype != b->dtype) user_error(where, ": ", to_string(a), " vs ", to_string(b));
+    if (a->no_elements) return b;  // any element type fits a sequence known to be empty
+    if (b->no_elements) return a;
     const Type* ea = element_type(a);
     const Type* eb = element_type(b);
     return sequence_type(a->dtype, ea && eb ? join_elements(*ea, *eb) : Type());

@@ -30,13 +30,15 @@ std::vector<float> floats(const vm::Value& v) {
 }
 
 TEST(Sequences, TypesPrintAndParseBack) {
-  Module m = parse_module(R"(fn @main(%s: seq<f32[?, 3]>, %u: seq<i64>, %o: opt<seq<f32[2]>>) {
-  return (%s, %u, %o)
+  Module m = parse_module(
+      R"(fn @main(%s: seq<f32[?, 3]>, %u: seq<i64>, %o: opt<seq<f32[2]>>, %e: seq<f32, empty>) {
+  return (%s, %u, %o, %e)
 })");
   const auto& params = m.functions[0]->params;
   EXPECT_EQ(to_string(params[0].type()), "seq<f32[?, 3]>");
   EXPECT_EQ(to_string(params[1].type()), "seq<i64>");
   EXPECT_EQ(to_string(params[2].type()), "opt<seq<f32[2]>>");
+  EXPECT_EQ(to_string(params[3].type()), "seq<f32, empty>");
   // A sequence's non-constant dims are Any: its elements may differ in shape.
   arith::Var n("n");
   EXPECT_EQ(to_string(sequence_type(vm::DType::kFloat32,
