@@ -191,7 +191,9 @@ class GraphImporter {
   // ---- graphs ----
   // The graph's initializers and nodes as lets (in the current scope), returning its
   // outputs: one value, or a tuple when there are several (or always, if asked).
-  Expr block(const onnx::GraphProto& g, bool tuple_always) {
+  // `as_optional`: the outputs to wrap in an Optional (a Loop body returning a value where
+  // its carried value is an optional).
+  Expr block(const onnx::GraphProto& g, bool tuple_always, const std::set<int>& as_optional = {}) {
     Block b;
     for (const auto& init : g.initializer()) {
       constants_.insert(init.name());
@@ -200,7 +202,14 @@ class GraphImporter {
     }
     for (int i = 0; i < g.node_size(); ++i) node(g.node(i), i, b);
     std::vector<Expr> outputs;
-    for (const auto& out : g.output()) outputs.push_back(lookup(out.name(), "graph output"));
+    for (int k = 0; k < g.output_size(); ++k) {
+      Expr out = lookup(g.output(k).name(), "graph output");
+      if (as_optional.count(k)) {
+        bind(b, g.output(k).name() + "/optional", compiler::make_call("Optional", {out}));
+        out = b.bindings.back().first;
+      }
+      outputs.push_back(out);
+    }
     Expr result = outputs.size() == 1 && !tuple_always ? outputs[0] : compiler::make_tuple(outputs);
     for (auto it = b.bindings.rbegin(); it != b.bindings.rend(); ++it) {
       result = compiler::make_let(it->first, it->second, result);
@@ -310,7 +319,13 @@ class GraphImporter {
     Expr tuple = b.bindings.back().first;
     for (int k = 0; k < n.output_size(); ++k) {
       if (n.output(k).empty()) continue;  // an optional output nobody uses
-      bind(b, n.output(k), compiler::make_get_item(tuple, k));
+      Expr field = compiler::make_get_item(tuple, k);
+      if (n.op_type() == "Loop" && present_carried_.count(k)) {
+        // The body returns a plain value for this optional carried value: so is the output.
+        bind(b, n.output(k) + "/optional", field);
+        field = compiler::make_call("OptionalGetElement", {b.bindings.back().first});
+      }
+      bind(b, n.output(k), field);
     }
   }
 
@@ -423,7 +438,19 @@ class GraphImporter {
       define(in.name(), v);
       body->params.push_back(v);
     }
-    body->body = block(g, true);
+    // ONNX lets a body return a plain value for an optional carried value (the value is
+    // then present): wrapped here, so the carried type stays the optional.
+    std::set<int> as_optional;
+    for (size_t k = 0; k < carried; ++k) {
+      const onnx::TypeProto& in = g.input(static_cast<int>(k + 2)).type();
+      const onnx::TypeProto& out = g.output(static_cast<int>(k + 1)).type();
+      if (in.has_optional_type() && (out.has_sequence_type() || out.has_tensor_type())) {
+        as_optional.insert(static_cast<int>(k + 1));
+      }
+    }
+    body->body = block(g, true, as_optional);
+    present_carried_.clear();
+    for (int k : as_optional) present_carried_.insert(k - 1);
     scopes_.pop_back();
     auto optional = [](const Expr& e) {
       bool absent = e.kind() == compiler::ExprKind::kTuple && e->operands.empty();
@@ -515,6 +542,9 @@ class GraphImporter {
   compiler::Module* module_;
   int64_t opset_;
   const NodeOpsets& node_opsets_;
+  // The carried values (by index) of the Loop being imported whose body returns a plain
+  // value for an optional: its outputs are read back out of the optional (bind_outputs).
+  std::set<int> present_carried_;
   const ImportOptions& options_;
   std::vector<std::map<std::string, Expr>> scopes_;
   std::set<std::string> used_dim_options_;
