@@ -259,11 +259,21 @@ std::vector<vm::TensorSpec> decode_tensor_specs(BoundedReader& r, std::string_vi
   return specs;
 }
 
-void decode_signature(std::span<const uint8_t> body, bool newer, vm::Executable& exe) {
+void decode_signature(std::span<const uint8_t> body, uint16_t minor, vm::Executable& exe) {
   BoundedReader r(body, section_what(SectionId::kSignature));
   exe.inputs = decode_tensor_specs(r, "inputs");
   exe.outputs = decode_tensor_specs(r, "outputs");
-  r.expect_end(newer);
+  if (minor >= 3) {  // each entry's form (1.3)
+    for (auto* specs : {&exe.inputs, &exe.outputs}) {
+      for (vm::TensorSpec& s : *specs) {
+        uint8_t form = r.u8("value form");
+        if (form >= vm::kNumValueForms) r.fail("unknown value form ", int{form}, " of ", s.name);
+        s.form = static_cast<vm::ValueForm>(form);
+        s.any_rank = r.u8("any rank") != 0;
+      }
+    }
+  }
+  r.expect_end(minor > kFormatMinor);
 }
 
 // Constants are described in one section and stored in another. Each constant must lie
@@ -337,7 +347,7 @@ vm::Executable decode(std::span<const uint8_t> file, std::string_view source) {
   decode_functions(find_section(sections, SectionId::kFunctions).body, newer, exe);
   decode_kernels(find_section(sections, SectionId::kKernels).body, newer, exe);
   decode_libraries(find_section(sections, SectionId::kLibraries).body, newer, exe);
-  decode_signature(find_section(sections, SectionId::kSignature).body, newer, exe);
+  decode_signature(find_section(sections, SectionId::kSignature).body, h.minor, exe);
   decode_constants(find_section(sections, SectionId::kConstants).body, newer,
                    find_section(sections, SectionId::kConstantData), exe);
 

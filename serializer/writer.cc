@@ -121,9 +121,25 @@ void write_tensor_specs(ByteWriter& w, const std::vector<vm::TensorSpec>& specs)
   }
 }
 
-void write_signature(ByteWriter& w, const vm::Executable& exe) {
+void write_signature(ByteWriter& w, const vm::Executable& exe, uint16_t minor) {
   write_tensor_specs(w, exe.inputs);
   write_tensor_specs(w, exe.outputs);
+  if (minor < 3) {
+    for (const auto* specs : {&exe.inputs, &exe.outputs}) {
+      for (const vm::TensorSpec& s : *specs) {
+        DYNVM_INTERNAL_CHECK(s.form == vm::ValueForm::kTensor && !s.any_rank, "format 1.", minor,
+                             " has no sequences or optionals (", s.name, ")");
+      }
+    }
+    return;
+  }
+  // Added in 1.3: each entry's form, inputs then outputs.
+  for (const auto* specs : {&exe.inputs, &exe.outputs}) {
+    for (const vm::TensorSpec& s : *specs) {
+      w.u8(static_cast<uint8_t>(s.form));
+      w.u8(s.any_rank ? 1 : 0);
+    }
+  }
 }
 
 // The size of the constants section, known before the offsets it holds are: every
@@ -206,7 +222,8 @@ std::vector<uint8_t> write_vmexe(const vm::Executable& exe, const WriteOptions& 
   append_section(file, SectionId::kFunctions, [&](ByteWriter& w) { write_functions(w, exe); });
   append_section(file, SectionId::kKernels, [&](ByteWriter& w) { write_kernels(w, exe); });
   append_section(file, SectionId::kLibraries, [&](ByteWriter& w) { write_libraries(w, exe); });
-  append_section(file, SectionId::kSignature, [&](ByteWriter& w) { write_signature(w, exe); });
+  append_section(file, SectionId::kSignature,
+                 [&](ByteWriter& w) { write_signature(w, exe, options.minor); });
 
   // The constants section holds absolute file offsets into the data section that follows
   // it; its own size does not depend on their values.

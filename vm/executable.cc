@@ -11,7 +11,11 @@ std::string tensor_spec_str(const TensorSpec& spec) {
   std::string dtype = is_valid_dtype(static_cast<int64_t>(spec.dtype))
                           ? std::string(dtype_name(spec.dtype))
                           : str_cat("?dtype(", static_cast<int>(spec.dtype), ")");
-  std::string s = str_cat(spec.name, ": ", dtype, " [");
+  std::string s = str_cat(spec.name, ": ");
+  if (spec.form != ValueForm::kTensor) s += str_cat(value_form_name(spec.form), " of ");
+  s += dtype;
+  if (spec.any_rank) return s + " [?rank]";
+  s += " [";
   for (size_t i = 0; i < spec.dims.size(); ++i) {
     const DimSpec& d = spec.dims[i];
     if (i) s += ", ";
@@ -28,6 +32,20 @@ std::string tensor_spec_str(const TensorSpec& spec) {
     }
   }
   return s + "]";
+}
+
+const char* value_form_name(ValueForm f) {
+  switch (f) {
+    case ValueForm::kTensor:
+      return "tensor";
+    case ValueForm::kSequence:
+      return "sequence";
+    case ValueForm::kOptional:
+      return "optional";
+    case ValueForm::kOptionalSequence:
+      return "optional sequence";
+  }
+  return "?form";
 }
 
 int64_t Executable::find_function(std::string_view name) const {

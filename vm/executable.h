@@ -41,13 +41,23 @@ struct DimSpec {
   bool operator==(const DimSpec&) const = default;
 };
 
+// What a signature entry holds: a tensor, or (ONNX sequences and optionals, passed as
+// tuples: compiler/op/ops_sequence.h) a sequence of tensors, an optional tensor (a tuple of
+// 0 or 1 field) or an optional sequence.
+enum class ValueForm : uint8_t { kTensor, kSequence, kOptional, kOptionalSequence };
+inline constexpr int kNumValueForms = 4;
+const char* value_form_name(ValueForm f);  // "tensor", "sequence", "optional", ...
+
 struct TensorSpec {
   std::string name;
   DType dtype = DType::kFloat32;
-  std::vector<DimSpec> dims;
+  std::vector<DimSpec> dims;  // of the tensor, or of each element of a sequence
+  ValueForm form = ValueForm::kTensor;
+  bool any_rank = false;  // a sequence's elements of unknown rank (`dims` empty, unchecked)
   bool operator==(const TensorSpec&) const = default;
 };
-std::string tensor_spec_str(const TensorSpec& spec);  // "x: f32 [batch:1..8, 80]"
+// "x: f32 [batch:1..8, 80]", "xs: sequence of f32 [3]", "o: optional of f32 [?rank]"
+std::string tensor_spec_str(const TensorSpec& spec);
 
 // A condition on one dim of one kernel argument; a variant applies when all hold.
 enum class DimPredicateKind : uint8_t {
@@ -100,7 +110,7 @@ struct Executable {
   std::string target;    // what the kernels were compiled for
   std::string producer;  // free text: which tool made this, from what
   std::vector<Function> functions;
-  uint32_t entry = 0;  // the function `vmrun` runs; its params are `inputs`
+  uint32_t entry = 0;             // the function `vmrun` runs; its params are `inputs`
   std::vector<Tensor> constants;  // host tensors
   std::vector<std::string> strings;
   std::vector<Kernel> kernels;

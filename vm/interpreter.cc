@@ -124,6 +124,8 @@ VirtualMachine::VirtualMachine(std::shared_ptr<const Program> program)
 std::vector<Value> VirtualMachine::run(std::span<const Value> inputs) {
   program_->check_inputs(inputs);
   Value result = invoke(program_->exe().entry, inputs);
+  // The entry returns its one tensor, or a tuple of its outputs (lowering wraps a single
+  // sequence or optional output, itself a tuple, in one).
   if (result.kind() == ValueKind::kTuple) return result.as_tuple();
   std::vector<Value> outputs;
   outputs.push_back(std::move(result));
@@ -386,6 +388,34 @@ Value VirtualMachine::execute(size_t entry, std::span<const Value> args) {
           user_error("tuple_get: index ", i, " of a tuple of ", t.size());
         }
         r[a[0]] = Value(t[static_cast<size_t>(i)]);
+        ++pc;
+        break;
+      }
+      // Sequences and optionals are tuples (compiler/op/ops_sequence.h); the compiler
+      // checks positions naming the node, these checks keep the VM in bounds regardless.
+      case Opcode::TupleLen:
+        r[a[0]] = static_cast<int64_t>(r[a[1]].as_tuple().size());
+        ++pc;
+        break;
+      case Opcode::TupleInsert: {
+        Tuple t = r[a[1]].as_tuple();
+        int64_t i = r[a[2]].as_int();
+        if (i < 0 || i > static_cast<int64_t>(t.size())) {
+          user_error("tuple_insert: position ", i, " in a tuple of ", t.size());
+        }
+        t.insert(t.begin() + i, r[a[3]]);
+        r[a[0]] = Value(std::move(t));
+        ++pc;
+        break;
+      }
+      case Opcode::TupleErase: {
+        Tuple t = r[a[1]].as_tuple();
+        int64_t i = r[a[2]].as_int();
+        if (i < 0 || i >= static_cast<int64_t>(t.size())) {
+          user_error("tuple_erase: position ", i, " in a tuple of ", t.size());
+        }
+        t.erase(t.begin() + i);
+        r[a[0]] = Value(std::move(t));
         ++pc;
         break;
       }

@@ -64,7 +64,12 @@ enum class OperandKind : uint8_t {
   X(TupleGet,     "tuple_get",     Dst, Reg, Reg)            /* dst = tuple[int register]  */\
   X(LoadElem,     "load_elem",     Dst, Reg, Imm)            /* element Imm of a host      */\
                                                       /* integer tensor -> int (row-major) */\
-  X(SelectI,      "select",        Dst, Reg, Reg, Reg)       /* dst = c != 0 ? a : b       */
+  X(SelectI,      "select",        Dst, Reg, Reg, Reg)       /* dst = c != 0 ? a : b       */\
+  X(TupleLen,     "tuple_len",     Dst, Reg)                 /* dst = number of fields     */\
+  X(TupleInsert,  "tuple_insert",  Dst, Reg, Reg, Reg)       /* dst = tuple with value     */\
+                                                   /* (last) inserted at int position 0..len */\
+  X(TupleErase,   "tuple_erase",   Dst, Reg, Reg)            /* dst = tuple without field  */\
+                                                           /* at int position 0..len-1 */
 // clang-format on
 
 enum class Opcode : uint8_t {

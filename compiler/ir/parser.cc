@@ -230,8 +230,13 @@ class Parser {
       return func_type(std::move(params), type_list(")"));
     }
     std::string name = ident();
+    if ((name == "seq" || name == "opt") && accept("<")) return container_type(name);
     std::optional<vm::DType> dtype = vm::parse_dtype(name);
     if (!dtype) fail("unknown dtype '", name, "'");
+    return tensor_rest(*dtype);
+  }
+  // A tensor type's dims, after its dtype.
+  Type tensor_rest(vm::DType dtype) {
     expect("[");
     std::vector<Dim> dims;
     if (!accept("]")) {
@@ -241,7 +246,29 @@ class Parser {
         expect(",");
       }
     }
-    return tensor_type(*dtype, std::move(dims));
+    return tensor_type(dtype, std::move(dims));
+  }
+  // After `seq<` or `opt<`: `seq<f32[?, 3]>`, `seq<f32>` (rank unknown), `opt<T>`.
+  Type container_type(const std::string& name) {
+    if (name == "opt") {
+      Type elem = type();
+      if (!elem.is_tensor() && !elem.is_sequence())
+        fail("an optional holds a tensor or a sequence");
+      expect(">");
+      return optional_type(elem);
+    }
+    std::string elem_name = ident();
+    std::optional<vm::DType> dtype = vm::parse_dtype(elem_name);
+    if (!dtype) fail("unknown dtype '", elem_name, "'");
+    if (accept(">")) return sequence_type(*dtype);
+    if (accept(",")) {
+      expect("empty");
+      expect(">");
+      return empty_sequence_type(*dtype);
+    }
+    Type elem = tensor_rest(*dtype);
+    expect(">");
+    return sequence_type(*dtype, elem);
   }
   std::vector<Type> type_list(std::string_view close) {
     std::vector<Type> out;

@@ -56,6 +56,37 @@ Type func_type(std::vector<Type> params, std::vector<Type> results) {
   return Type(std::move(n));
 }
 
+Type sequence_type(vm::DType dtype, Type elem) {
+  auto n = std::make_shared<TypeNode>();
+  n->kind = TypeKind::kSequence;
+  n->dtype = dtype;
+  if (elem.defined()) {
+    DYNVM_INTERNAL_CHECK(elem.is_tensor() && elem->dtype == dtype,
+                         "a sequence's elements are tensors of its dtype, got ", to_string(elem));
+    std::vector<Dim> dims;
+    for (const Dim& d : elem->dims) dims.push_back(d.is_const() ? d : Dim::any());
+    n->fields.push_back(tensor_type(dtype, std::move(dims)));
+  }
+  return Type(std::move(n));
+}
+
+Type empty_sequence_type(vm::DType dtype) {
+  auto n = std::make_shared<TypeNode>();
+  n->kind = TypeKind::kSequence;
+  n->dtype = dtype;
+  n->no_elements = true;
+  return Type(std::move(n));
+}
+
+Type optional_type(Type elem) {
+  DYNVM_INTERNAL_CHECK(elem.is_tensor() || elem.is_sequence(),
+                       "an optional holds a tensor or a sequence, got ", to_string(elem));
+  auto n = std::make_shared<TypeNode>();
+  n->kind = TypeKind::kOptional;
+  n->fields.push_back(std::move(elem));
+  return Type(std::move(n));
+}
+
 namespace {
 bool all_equal(const std::vector<Type>& a, const std::vector<Type>& b) {
   if (a.size() != b.size()) return false;
@@ -80,6 +111,11 @@ bool type_equal(const Type& a, const Type& b) {
       return all_equal(a->fields, b->fields);
     case TypeKind::kFunc:
       return all_equal(a->fields, b->fields) && all_equal(a->results, b->results);
+    case TypeKind::kSequence:
+      return a->dtype == b->dtype && a->no_elements == b->no_elements &&
+             all_equal(a->fields, b->fields);
+    case TypeKind::kOptional:
+      return all_equal(a->fields, b->fields);
   }
   return false;
 }
@@ -106,6 +142,12 @@ std::string to_string(const Type& t) {
       return "(" + list(t->fields) + (t->fields.size() == 1 ? ",)" : ")");
     case TypeKind::kFunc:
       return "fn(" + list(t->fields) + ") -> (" + list(t->results) + ")";
+    case TypeKind::kSequence:
+      if (t->no_elements) return str_cat("seq<", vm::dtype_name(t->dtype), ", empty>");
+      return "seq<" +
+             (t->fields.empty() ? std::string(vm::dtype_name(t->dtype)) : list(t->fields)) + ">";
+    case TypeKind::kOptional:
+      return "opt<" + list(t->fields) + ">";
   }
   return "?";
 }

@@ -3,6 +3,11 @@
 // kernels' arith::Expr, so shape inference and kernels share one symbolic library) or Any
 // (unknown until run time, e.g. NonZero's count or a loop's trip count). Tuples group
 // values (a Loop's results); function types describe a Function's signature.
+// A sequence (ONNX's sequence type) holds a number of tensors known only at run time, all
+// of one dtype; its element type is a tensor type whose non-constant dims are Any (the
+// elements may differ in shape), or unknown (only the dtype) when even their rank is not
+// known. An optional holds one value (a tensor or a sequence) or none. At run time both
+// are VM tuples: a sequence's fields are its elements, an optional has 0 or 1 field.
 #pragma once
 
 #include <memory>
@@ -33,7 +38,7 @@ class Dim {
   arith::Expr expr_;  // undefined: Any
 };
 
-enum class TypeKind : uint8_t { kTensor, kTuple, kFunc };
+enum class TypeKind : uint8_t { kTensor, kTuple, kFunc, kSequence, kOptional };
 
 struct TypeNode;
 
@@ -47,6 +52,8 @@ class Type {
   const TypeNode& operator*() const { return *node_; }
   TypeKind kind() const;
   bool is_tensor() const { return defined() && kind() == TypeKind::kTensor; }
+  bool is_sequence() const { return defined() && kind() == TypeKind::kSequence; }
+  bool is_optional() const { return defined() && kind() == TypeKind::kOptional; }
 
  private:
   std::shared_ptr<const TypeNode> node_;
@@ -54,20 +61,34 @@ class Type {
 
 struct TypeNode {
   TypeKind kind = TypeKind::kTensor;
-  vm::DType dtype = vm::DType::kFloat32;  // kTensor
+  vm::DType dtype = vm::DType::kFloat32;  // kTensor; kSequence: the elements' dtype
   std::vector<Dim> dims;                  // kTensor
-  std::vector<Type> fields;               // kTuple: the fields; kFunc: the parameters
-  std::vector<Type> results;              // kFunc
+  // kTuple: the fields; kFunc: the parameters; kSequence: the element type, none when
+  // the elements' rank is unknown; kOptional: the type of the value it may hold.
+  std::vector<Type> fields;
+  // kSequence: known to hold no element (SequenceEmpty), so any element type fits it: it
+  // joins with a sequence as that sequence (a loop that inserts into an empty sequence).
+  bool no_elements = false;
+  std::vector<Type> results;  // kFunc
 };
 
 Type tensor_type(vm::DType dtype, std::vector<Dim> dims);
 Type tuple_type(std::vector<Type> fields);
 Type func_type(std::vector<Type> params, std::vector<Type> results);
+// `elem` (a tensor type) with its non-constant dims made Any; undefined: rank unknown.
+Type sequence_type(vm::DType dtype, Type elem = {});
+Type empty_sequence_type(vm::DType dtype);  // `seq<f32, empty>`: no_elements
+Type optional_type(Type elem);              // elem: a tensor or sequence type
+// A sequence's element type (undefined when the rank is unknown), an optional's value type.
+inline const Type* element_type(const Type& t) {
+  return t->fields.empty() ? nullptr : &t->fields[0];
+}
 
 // Structural equality (dims by same_as).
 bool type_equal(const Type& a, const Type& b);
-// "f32[seq, 80]", "(f32[2], i64[])", "fn(f32[n]) -> (f32[n])", "?" for undefined; Any
-// prints as `?`. The parser (parser.h) reads this back.
+// "f32[seq, 80]", "(f32[2], i64[])", "fn(f32[n]) -> (f32[n])", "seq<f32[?, 3]>", "seq<i64>"
+// (rank unknown), "seq<f32, empty>", "opt<f32[4]>", "?" for undefined; Any prints as `?`. The
+// parser (parser.h) reads this back.
 std::string to_string(const Type& t);
 std::string to_string(const Dim& d);
 

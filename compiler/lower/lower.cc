@@ -13,6 +13,7 @@
 #include "compiler/lower/fused_kernel.h"
 #include "compiler/lower/shape_code.h"
 #include "compiler/op/binding.h"
+#include "compiler/op/ops_sequence.h"
 #include "kernels/arith/printer.h"
 #include "kernels/arith/simplify.h"
 #include "kernels/dispatch/kernel_set.h"
@@ -60,7 +61,10 @@ class FunctionLowering : public ExprFunctor<Regs(const Expr&, const std::string&
     }
     bind_dims(f);
     Regs result = expr(f.body, "@" + f.name);
-    uint32_t out = result.is_tuple ? tuple_register(result) : result.one();
+    // A single sequence or optional (a VM tuple itself) is returned in a tuple of one, so
+    // that a tuple result always means one value per output (VirtualMachine::run).
+    const bool container = f.result_type.is_sequence() || f.result_type.is_optional();
+    uint32_t out = result.is_tuple || container ? tuple_register(result) : result.one();
     code_.push_back({vm::Opcode::Ret, {out}});
     vm::Function fn;
     fn.name = f.name;
@@ -296,6 +300,7 @@ class FunctionLowering : public ExprFunctor<Regs(const Expr&, const std::string&
     if (bound_var != 0 && placement_.computed_on_host(bound_var)) {
       return Regs{{host_value(outputs[0], *typed_.facts.at(bound_var).value, where)}, false};
     }
+    if (is_container_op(e->name)) return Regs{{container_op(e, inputs, where)}, false};
     const BindFn* bind = find_binding(e->name);
     if (bind == nullptr) user_error(where, ": no kernel computes ", e->name, " yet");
     KernelBinding b = (*bind)(BindContext(where, e->attrs, inputs, outputs));
@@ -324,6 +329,86 @@ class FunctionLowering : public ExprFunctor<Regs(const Expr&, const std::string&
       return read_on(e->operands[i], operand(i), placement_.kernel_device);
     };
     return invoke(b, inputs, outputs, tuple, kernel_operand, where);
+  }
+
+  // Sequences and optionals are VM tuples (op/ops_sequence.h): their ops are tuple
+  // bytecode on the host, positions checked naming the node.
+  uint32_t container_op(const Expr& e, const std::vector<ValueFacts>& inputs,
+                        const std::string& where) {
+    const std::string& op = e->name;
+    auto present = [&](size_t i) { return i < e->operands.size() && !inputs[i].absent(); };
+    auto operand = [&](size_t i) { return expr(e->operands[i], where).one(); };
+    auto length = [&](uint32_t tuple) {
+      uint32_t n = next_reg_++;
+      code_.push_back({vm::Opcode::TupleLen, {n, tuple}});
+      return n;
+    };
+    uint32_t r = next_reg_++;
+    if (op == "SequenceConstruct" || op == "SequenceEmpty" || op == "Optional") {
+      std::vector<int64_t> args{r};
+      for (size_t i = 0; i < e->operands.size(); ++i) {
+        if (present(i)) args.push_back(operand(i));
+      }
+      code_.push_back({vm::Opcode::AllocTuple, args});
+      return r;
+    }
+    if (op == "OptionalGetElement" && !inputs[0].type.is_optional()) {
+      code_.push_back({vm::Opcode::Move, {r, operand(0)}});
+      return r;
+    }
+    const uint32_t tuple = operand(0);
+    const uint32_t n = length(tuple);
+    if (op == "SequenceLength") return scalar_tensor(n, vm::DType::kInt64);
+    if (op == "OptionalHasElement") return scalar_tensor(n, vm::DType::kBool);  // n is 0 or 1
+    if (op == "OptionalGetElement") {
+      assert_true(n, where + ": the optional is empty");
+      code_.push_back({vm::Opcode::GetField, {r, tuple, 0}});
+    } else if (op == "SequenceAt") {
+      code_.push_back({vm::Opcode::TupleGet, {r, tuple, position(e, 1, n, false, where)}});
+    } else if (op == "SequenceInsert") {
+      uint32_t at = present(2) ? position(e, 2, n, true, where) : n;
+      code_.push_back({vm::Opcode::TupleInsert, {r, tuple, at, operand(1)}});
+    } else if (op == "SequenceErase") {
+      uint32_t at =
+          present(1) ? position(e, 1, n, false, where) : binary(vm::Opcode::SubI, n, imm(1));
+      assert_true(binary(vm::Opcode::CmpI, at, imm(0), vm::CmpKind::kGe),
+                  where + ": erasing from an empty sequence");
+      code_.push_back({vm::Opcode::TupleErase, {r, tuple, at}});
+    } else {
+      DYNVM_INTERNAL_CHECK(false, where, ": ", op, " is not a container op");
+    }
+    return r;
+  }
+
+  // Operand `i` of `e`, a position in a sequence of `n` elements read on the host: negative
+  // counts from the end; it must lie in [0, n) (or [0, n] where `end_ok`: an insertion).
+  uint32_t position(const Expr& e, size_t i, uint32_t n, bool end_ok, const std::string& where) {
+    uint32_t p = load_scalar(read_on(e->operands[i], expr(e->operands[i], where).one(), vm::kCpu));
+    uint32_t zero = imm(0), r = next_reg_++;
+    uint32_t negative = binary(vm::Opcode::CmpI, p, zero, vm::CmpKind::kLt);
+    code_.push_back({vm::Opcode::SelectI, {r, negative, binary(vm::Opcode::AddI, p, n), p}});
+    uint32_t ok =
+        binary(vm::Opcode::MinI, binary(vm::Opcode::CmpI, r, zero, vm::CmpKind::kGe),
+               binary(vm::Opcode::CmpI, r, n, end_ok ? vm::CmpKind::kLe : vm::CmpKind::kLt));
+    assert_true(ok, where + ": the position is outside the sequence");
+    return r;
+  }
+
+  // dst = a <op> b (for CmpI: a <cmp> b).
+  uint32_t binary(vm::Opcode op, uint32_t a, uint32_t b, vm::CmpKind cmp = vm::CmpKind::kEq) {
+    uint32_t r = next_reg_++;
+    if (op == vm::Opcode::CmpI) {
+      code_.push_back({op, {r, static_cast<int64_t>(cmp), a, b}});
+    } else {
+      code_.push_back({op, {r, a, b}});
+    }
+    return r;
+  }
+
+  void assert_true(uint32_t condition, const std::string& message) {
+    const size_t s = exe_->strings.size();
+    exe_->strings.push_back(message);
+    code_.push_back({vm::Opcode::Assert, {condition, static_cast<int64_t>(s)}});
   }
 
   // A kernel call: its arguments (`operand(i)` for each of the binding's), each output
@@ -729,10 +814,24 @@ class FunctionLowering : public ExprFunctor<Regs(const Expr&, const std::string&
 namespace dynvm::compiler {
 namespace {
 
-vm::TensorSpec spec_of(const std::string& name, const Type& t, const Module& m) {
+vm::TensorSpec spec_of(const std::string& name, const Type& type, const Module& m) {
+  // Sequences and optionals: the form, and the spec of the tensor(s) they hold.
+  vm::ValueForm form = vm::ValueForm::kTensor;
+  Type t = type;
+  if (t.is_optional()) {
+    form = vm::ValueForm::kOptional;
+    t = t->fields[0];
+  }
+  if (t.is_sequence()) {
+    form = form == vm::ValueForm::kOptional ? vm::ValueForm::kOptionalSequence
+                                            : vm::ValueForm::kSequence;
+    if (t->fields.empty()) return vm::TensorSpec{name, t->dtype, {}, form, true};
+    t = t->fields[0];
+  }
   if (!t.is_tensor())
-    user_error(name, ": only tensor inputs and outputs are supported, got ", to_string(t));
-  vm::TensorSpec spec{name, t->dtype, {}};
+    user_error(name, ": only tensor, sequence and optional inputs and outputs are supported, got ",
+               to_string(type));
+  vm::TensorSpec spec{name, t->dtype, {}, form, false};
   for (const Dim& d : t->dims) {
     vm::DimSpec ds;
     if (d.is_const()) {

@@ -174,6 +174,7 @@ std::vector<std::vector<uint32_t>> may_reference(const vm::Function& fn,
         case Opcode::SelectI:
         case Opcode::ShapeTensor:
         case Opcode::DeviceCopy:
+        case Opcode::TupleLen:
           break;
         case Opcode::AllocTensor:
         case Opcode::ReshapeView:

@@ -130,6 +130,7 @@ void register_elementwise_ops() {
                  return std::vector<ValueFacts>{tensor_facts(ctx.dtype(0), ctx.dims(0), value)};
                }});
   register_op({"Identity", ShapeRule::kFromInputDims, 1, 1, [](OpContext& ctx) {
+                 if (!ctx.input(0).type.is_tensor()) return std::vector<ValueFacts>{ctx.input(0)};
                  return std::vector<ValueFacts>{
                      tensor_facts(ctx.dtype(0), ctx.dims(0), ctx.input(0).value)};
                }});

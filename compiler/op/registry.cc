@@ -25,6 +25,7 @@ void ensure_registered() {
     register_normalization_ops();
     register_quantize_ops();
     register_indexing_ops();
+    register_sequence_ops();
     return true;
   }();
   (void)done;

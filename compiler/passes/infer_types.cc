@@ -8,6 +8,7 @@
 
 #include "compiler/ir/functor.h"
 #include "compiler/ir/printer.h"
+#include "compiler/op/ops_sequence.h"
 #include "compiler/op/registry.h"
 #include "vm/error.h"
 
@@ -70,6 +71,17 @@ Type join(const Type& a, const Type& b, const std::string& where) {
     for (size_t k = 0; k < a->fields.size(); ++k)
       fields.push_back(join(a->fields[k], b->fields[k], where));
     return tuple_type(fields);
+  }
+  if (a.kind() == TypeKind::kOptional) {
+    return optional_type(join(a->fields[0], b->fields[0], where));
+  }
+  if (a.kind() == TypeKind::kSequence) {
+    if (a->dtype != b->dtype) user_error(where, ": ", to_string(a), " vs ", to_string(b));
+    if (a->no_elements) return b;  // any element type fits a sequence known to be empty
+    if (b->no_elements) return a;
+    const Type* ea = element_type(a);
+    const Type* eb = element_type(b);
+    return sequence_type(a->dtype, ea && eb ? join_elements(*ea, *eb) : Type());
   }
   if (a->dtype != b->dtype || a->dims.size() != b->dims.size()) {
     user_error(where, ": ", to_string(a), " vs ", to_string(b));
@@ -368,7 +380,8 @@ class TypeInferencer : public ExprMutator {
       auto [ae, ai] = typed_expr(a);
       args.push_back(ae);
       bool absent = ae.kind() == ExprKind::kTuple && ae->operands.empty();
-      if (!absent && ai.type().kind() != TypeKind::kTensor) {
+      if (!absent &&
+          (ai.type().kind() == TypeKind::kTuple || ai.type().kind() == TypeKind::kFunc)) {
         user_error(where, ": an input is a tuple (", to_string(ai.type()), ")");
       }
       facts.push_back(absent ? ValueFacts{} : ai.facts);

@@ -7,6 +7,7 @@
 
 #include "compiler/ir/functor.h"
 #include "compiler/op/binding.h"
+#include "compiler/op/ops_sequence.h"
 #include "vm/error.h"
 
 namespace dynvm::compiler {
@@ -162,6 +163,7 @@ class Placer : public ExprFunctor<Placed(const Expr&, const std::string&, uint64
       out_.host_computed.insert(bound_var);
       return Placed{{vm::kCpu}};
     }
+    if (is_container_op(e->name)) return container_op(e, where);
     const BindFn* bind_fn = find_binding(e->name);
     // No binding: lowering refuses the call, naming it; its placement is never used.
     if (bind_fn == nullptr) return on_kernel_device(outputs.size());
@@ -181,6 +183,25 @@ class Placer : public ExprFunctor<Placed(const Expr&, const std::string&, uint64
       if (i < e->operands.size() && !inputs[i].absent()) read(e->operands[i], kernel(), where);
     }
     return on_kernel_device(outputs.size());
+  }
+
+  // Sequences and optionals (op/ops_sequence.h) are tuples the host builds and reads: they
+  // live on the host, positions are read there; an element taken out of one is taken to
+  // live on the kernel device (where the kernels that made it wrote it).
+  Placed container_op(const Expr& e, const std::string& where) {
+    const std::string& op = e->name;
+    size_t position = op == "SequenceAt"       ? 1
+                      : op == "SequenceInsert" ? 2
+                      : op == "SequenceErase"  ? 1
+                                               : 0;
+    if (position != 0 && position < e->operands.size() &&
+        !(e->operands[position].kind() == ExprKind::kTuple &&
+          e->operands[position]->operands.empty())) {
+      read(e->operands[position], vm::kCpu, where);
+    }
+    if (op == "SequenceLength" || op == "OptionalHasElement") return Placed{{vm::kCpu}};
+    if (e.type().is_tensor()) return on_kernel_device(1);
+    return Placed{{vm::kCpu}};
   }
 
   // A fused group is one kernel: its arguments are read on the kernel device (every operand

@@ -69,8 +69,12 @@ class GraphImporter {
   // ---- types and dims ----
   Type value_type(const onnx::ValueInfoProto& info, const std::string& where) {
     if (!info.has_type()) return {};
-    if (!info.type().has_tensor_type()) user_error(where, ": only tensor values are supported");
-    const auto& tt = info.type().tensor_type();
+    const onnx::TypeProto& t = info.type();
+    if (t.has_sequence_type() || t.has_optional_type()) return container_type(t, where);
+    if (!t.has_tensor_type()) {
+      user_error(where, ": only tensor, sequence and optional values are supported");
+    }
+    const auto& tt = t.tensor_type();
     std::optional<vm::DType> dtype = vm::from_onnx_code(tt.elem_type());
     if (!dtype) user_error(where, ": unsupported element type ", tt.elem_type());
     if (!tt.has_shape()) return {};  // rank unknown: left to type inference
@@ -87,6 +91,48 @@ class GraphImporter {
       }
     }
     return compiler::tensor_type(*dtype, std::move(dims));
+  }
+
+  // A sequence of tensors (elements may differ in shape: only constant dims are kept) or an
+  // optional tensor or sequence.
+  Type container_type(const onnx::TypeProto& t, const std::string& where) {
+    if (t.has_optional_type()) {
+      const onnx::TypeProto& elem = t.optional_type().elem_type();
+      if (elem.has_sequence_type()) return compiler::optional_type(container_type(elem, where));
+      return compiler::optional_type(element_type(elem, true, where));
+    }
+    const onnx::TypeProto& elem = t.sequence_type().elem_type();
+    Type e = element_type(elem, false, where);
+    return e.is_tensor() ? compiler::sequence_type(e->dtype, e)
+                         : compiler::sequence_type(sequence_dtype(elem, where));
+  }
+  vm::DType sequence_dtype(const onnx::TypeProto& elem, const std::string& where) {
+    if (!elem.has_tensor_type()) user_error(where, ": only sequences of tensors are supported");
+    std::optional<vm::DType> dtype = vm::from_onnx_code(elem.tensor_type().elem_type());
+    if (!dtype) user_error(where, ": unsupported element type ", elem.tensor_type().elem_type());
+    return *dtype;
+  }
+  // A tensor held by a sequence or an optional; undefined when its rank is not known. Dims
+  // that are not constants are Any in a sequence, symbols in an optional (required there).
+  Type element_type(const onnx::TypeProto& elem, bool optional, const std::string& where) {
+    vm::DType dtype = sequence_dtype(elem, where);
+    const auto& tt = elem.tensor_type();
+    if (!tt.has_shape()) {
+      if (optional) user_error(where, ": an optional tensor needs a known rank");
+      return {};
+    }
+    std::vector<compiler::Dim> dims;
+    for (int axis = 0; axis < tt.shape().dim_size(); ++axis) {
+      const auto& d = tt.shape().dim(axis);
+      if (d.has_dim_value()) {
+        dims.emplace_back(d.dim_value());
+      } else if (optional && d.has_dim_param() && !d.dim_param().empty()) {
+        dims.emplace_back(symbol(d.dim_param()));
+      } else {
+        dims.push_back(compiler::Dim::any());
+      }
+    }
+    return compiler::tensor_type(dtype, std::move(dims));
   }
 
   arith::Var symbol(const std::string& model_name, int alias_depth = 0) {
@@ -154,7 +200,9 @@ class GraphImporter {
   // ---- graphs ----
   // The graph's initializers and nodes as lets (in the current scope), returning its
   // outputs: one value, or a tuple when there are several (or always, if asked).
-  Expr block(const onnx::GraphProto& g, bool tuple_always) {
+  // `as_optional`: the outputs to wrap in an Optional (a Loop body returning a value where
+  // its carried value is an optional).
+  Expr block(const onnx::GraphProto& g, bool tuple_always, const std::set<int>& as_optional = {}) {
     Block b;
     for (const auto& init : g.initializer()) {
       constants_.insert(init.name());
@@ -163,7 +211,14 @@ class GraphImporter {
     }
     for (int i = 0; i < g.node_size(); ++i) node(g.node(i), i, b);
     std::vector<Expr> outputs;
-    for (const auto& out : g.output()) outputs.push_back(lookup(out.name(), "graph output"));
+    for (int k = 0; k < g.output_size(); ++k) {
+      Expr out = lookup(g.output(k).name(), "graph output");
+      if (as_optional.count(k)) {
+        bind(b, g.output(k).name() + "/optional", compiler::make_call("Optional", {out}));
+        out = b.bindings.back().first;
+      }
+      outputs.push_back(out);
+    }
     Expr result = outputs.size() == 1 && !tuple_always ? outputs[0] : compiler::make_tuple(outputs);
     for (auto it = b.bindings.rbegin(); it != b.bindings.rend(); ++it) {
       result = compiler::make_let(it->first, it->second, result);
@@ -208,6 +263,8 @@ class GraphImporter {
     for (const auto& a : n.attribute()) {
       if (a.type() == onnx::AttributeProto::GRAPH) {
         graphs[a.name()] = &a.g();
+      } else if (a.type() == onnx::AttributeProto::TYPE_PROTO && n.op_type() == "Optional") {
+        optional_type_attrs(a.tp(), form.attrs, where);
       } else {
         form.attrs[a.name()] = attribute(a, where);
       }
@@ -316,7 +373,13 @@ class GraphImporter {
     Expr tuple = b.bindings.back().first;
     for (int k = 0; k < n.output_size(); ++k) {
       if (n.output(k).empty()) continue;  // an optional output nobody uses
-      bind(b, n.output(k), compiler::make_get_item(tuple, k));
+      Expr field = compiler::make_get_item(tuple, k);
+      if (n.op_type() == "Loop" && present_carried_.count(k)) {
+        // The body returns a plain value for this optional carried value: so is the output.
+        bind(b, n.output(k) + "/optional", field);
+        field = compiler::make_call("OptionalGetElement", {b.bindings.back().first});
+      }
+      bind(b, n.output(k), field);
     }
   }
 
@@ -344,6 +407,21 @@ class GraphImporter {
           vm::Tensor::from_vector(v, {static_cast<int64_t>(v.size())}, vm::DType::kInt64));
     }
     user_error(where, ": Constant attribute '", kind, "' is not supported");
+  }
+
+  // An empty Optional's type as the attributes its type rule reads (op/ops_sequence.cc):
+  // elem_kind, dtype, and shape (-1: not a constant) when the rank is known.
+  void optional_type_attrs(const onnx::TypeProto& t, compiler::Attrs& attrs,
+                           const std::string& where) {
+    const bool sequence = t.has_sequence_type();
+    const onnx::TypeProto& elem = sequence ? t.sequence_type().elem_type() : t;
+    attrs["elem_kind"] = std::string(sequence ? "sequence" : "tensor");
+    attrs["dtype"] = static_cast<int64_t>(vm::to_onnx_code(sequence_dtype(elem, where)));
+    if (!elem.tensor_type().has_shape()) return;
+    std::vector<int64_t> shape;
+    for (const auto& d : elem.tensor_type().shape().dim())
+      shape.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    attrs["shape"] = shape;
   }
 
   compiler::AttrValue attribute(const onnx::AttributeProto& a, const std::string& where) {
@@ -414,7 +492,19 @@ class GraphImporter {
       define(in.name(), v);
       body->params.push_back(v);
     }
-    body->body = block(g, true);
+    // ONNX lets a body return a plain value for an optional carried value (the value is
+    // then present): wrapped here, so the carried type stays the optional.
+    std::set<int> as_optional;
+    for (size_t k = 0; k < carried; ++k) {
+      const onnx::TypeProto& in = g.input(static_cast<int>(k + 2)).type();
+      const onnx::TypeProto& out = g.output(static_cast<int>(k + 1)).type();
+      if (in.has_optional_type() && (out.has_sequence_type() || out.has_tensor_type())) {
+        as_optional.insert(static_cast<int>(k + 1));
+      }
+    }
+    body->body = block(g, true, as_optional);
+    present_carried_.clear();
+    for (int k : as_optional) present_carried_.insert(k - 1);
     scopes_.pop_back();
     auto optional = [](const Expr& e) {
       bool absent = e.kind() == compiler::ExprKind::kTuple && e->operands.empty();
@@ -506,6 +596,9 @@ class GraphImporter {
   compiler::Module* module_;
   int64_t opset_;
   const NodeOpsets& node_opsets_;
+  // The carried values (by index) of the Loop being imported whose body returns a plain
+  // value for an optional: its outputs are read back out of the optional (bind_outputs).
+  std::set<int> present_carried_;
   const ImportOptions& options_;
   std::vector<std::map<std::string, Expr>> scopes_;
   std::set<std::string> used_dim_options_;

@@ -54,6 +54,13 @@ const onnx::OpSchema* schema_of(const onnx::NodeProto& n, int64_t opset) {
   return onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset), "");
 }
 
+// A tensor's or a sequence's element type is known (SequenceMap's body is built for
+// sequence inputs).
+bool known_element_type(const onnx::TypeProto& t) {
+  if (t.has_sequence_type()) return known_element_type(t.sequence_type().elem_type());
+  return t.has_tensor_type() && t.tensor_type().elem_type() != onnx::TensorProto::UNDEFINED;
+}
+
 // The body `n` stands for, or nullopt. A context-dependent body is built only once every
 // input's element type is known (a later round may know more).
 std::optional<onnx::FunctionProto> body_of(const onnx::NodeProto& n, const onnx::OpSchema* schema,
@@ -70,10 +77,7 @@ std::optional<onnx::FunctionProto> body_of(const onnx::NodeProto& n, const onnx:
         continue;
       }
       auto it = types.find(in);
-      if (it == types.end() || !it->second.has_tensor_type() ||
-          it->second.tensor_type().elem_type() == onnx::TensorProto::UNDEFINED) {
-        return std::nullopt;
-      }
+      if (it == types.end() || !known_element_type(it->second)) return std::nullopt;
       input_types.push_back(it->second);
     }
     onnx::FunctionBodyBuildContextImpl context(n, input_types);

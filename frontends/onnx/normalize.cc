@@ -38,7 +38,10 @@ const std::set<std::string>& supported_ops() {
       "DepthToSpace", "SpaceToDepth", "EyeLike", "TopK", "Upsample", "Scatter", "ScatterElements",
       "ScatterND", "NonZero", "Compress", "MaxUnpool", "NonMaxSuppression",
       // control flow and recurrences
-      "If", "Loop", "Scan", "LSTM", "GRU", "RNN"};
+      "If", "Loop", "Scan", "LSTM", "GRU", "RNN",
+      // sequences and optionals (VM tuples)
+      "SequenceConstruct", "SequenceEmpty", "SequenceLength", "SequenceAt", "SequenceInsert",
+      "SequenceErase", "Optional", "OptionalHasElement", "OptionalGetElement"};
   return ops;
 }
 

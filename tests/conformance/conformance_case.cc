@@ -2,6 +2,7 @@
 #include "tests/conformance/conformance_case.h"
 
 #include <gtest/gtest.h>
+#include <onnx/onnx-data_pb.h>
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -32,6 +33,40 @@ onnx::TensorProto read_tensor(const std::filesystem::path& path) {
   onnx::TensorProto proto;
   if (!proto.ParseFromString(read_file(path))) user_error(path.string(), " is not a TensorProto");
   return proto;
+}
+
+bool readable_type(const onnx::TypeProto& t) {
+  if (t.has_tensor_type()) return true;
+  if (t.has_sequence_type()) return t.sequence_type().elem_type().has_tensor_type();
+  if (t.has_optional_type()) return readable_type(t.optional_type().elem_type());
+  return false;
+}
+
+vm::Value sequence_value(const onnx::SequenceProto& p, const std::string& where) {
+  vm::Tuple elements;
+  for (const auto& t : p.tensor_values()) {
+    elements.emplace_back(frontends::onnx_import::tensor_from_proto(t, where));
+  }
+  return vm::Value(std::move(elements));
+}
+
+// A sequence or optional input_N.pb / output_N.pb as the VM passes it (conformance_case.h).
+vm::Value read_value(const std::filesystem::path& path, const onnx::TypeProto& type) {
+  const std::string where = path.string();
+  if (type.has_sequence_type()) {
+    onnx::SequenceProto p;
+    if (!p.ParseFromString(read_file(path))) user_error(where, " is not a SequenceProto");
+    return sequence_value(p, where);
+  }
+  onnx::OptionalProto p;
+  if (!p.ParseFromString(read_file(path))) user_error(where, " is not an OptionalProto");
+  vm::Tuple held;
+  if (p.has_tensor_value()) {
+    held.emplace_back(frontends::onnx_import::tensor_from_proto(p.tensor_value(), where));
+  } else if (p.has_sequence_value()) {
+    held.push_back(sequence_value(p.sequence_value(), where));
+  }
+  return vm::Value(std::move(held));
 }
 
 // The inputs (by index) that our bindings read at compile time, per op.
@@ -282,8 +317,8 @@ RawCase load_raw_case(const std::filesystem::path& dir) {
   }
   for (const auto* values : {&g.input(), &g.output()}) {
     for (const auto& v : *values) {
-      if (!v.type().has_tensor_type() && c.unreadable.empty()) {
-        c.unreadable = "a sequence or optional value (" + v.name() + ")";
+      if (!readable_type(v.type()) && c.unreadable.empty()) {
+        c.unreadable = "a value that is not a tensor, a sequence or an optional (" + v.name() + ")";
       }
     }
   }
@@ -299,9 +334,16 @@ RawCase load_raw_case(const std::filesystem::path& dir) {
   }
   const std::filesystem::path data = dir / "test_data_set_0";
   std::vector<std::pair<std::string, onnx::TensorProto>> inputs;
+  std::vector<vm::Value> containers;  // by input index: sequences and optionals, read here
   for (const auto& in : g.input()) {
     if (initializers.count(in.name())) continue;
     const auto path = data / ("input_" + std::to_string(inputs.size()) + ".pb");
+    containers.emplace_back();
+    if (!in.type().has_tensor_type()) {
+      containers.back() = read_value(path, in.type());
+      inputs.emplace_back(in.name(), onnx::TensorProto());
+      continue;
+    }
     inputs.emplace_back(in.name(), read_tensor(path));
     values[in.name()] = inputs.back().second;
   }
@@ -321,6 +363,10 @@ RawCase load_raw_case(const std::filesystem::path& dir) {
   size_t k = 0;
   for (const auto& in : g.input()) {
     if (initializers.count(in.name())) continue;
+    if (!in.type().has_tensor_type()) {
+      c.inputs.push_back(containers.at(k++));
+      continue;
+    }
     const auto& [name, proto] = inputs.at(k++);
     c.inputs.push_back(
         as_declared(frontends::onnx_import::tensor_from_proto(proto, c.name + " " + name), in));
@@ -328,6 +374,10 @@ RawCase load_raw_case(const std::filesystem::path& dir) {
   for (const auto& out : g.output()) {
     const auto path = data / ("output_" + std::to_string(c.outputs.size()) + ".pb");
     if (!std::filesystem::exists(path)) break;
+    if (!out.type().has_tensor_type()) {
+      c.outputs.push_back(read_value(path, out.type()));
+      continue;
+    }
     c.outputs.push_back(as_declared(
         frontends::onnx_import::tensor_from_proto(read_tensor(path), path.string()), out));
   }
@@ -375,6 +425,34 @@ bool tensors_match(const vm::Tensor& got, const vm::Tensor& want, double rtol, d
       }
       return true;
   }
+}
+
+bool values_match(const vm::Value& got, const vm::Value& want, double rtol, double atol,
+                  std::string* why) {
+  if (want.kind() == vm::ValueKind::kTensor) {
+    if (got.if_tensor() == nullptr) {
+      *why = "got " + got.summary() + ", expected a tensor";
+      return false;
+    }
+    return tensors_match(got.as_tensor().copy_to(vm::kCpu), want.as_tensor(), rtol, atol, why);
+  }
+  if (got.kind() != vm::ValueKind::kTuple) {
+    *why = "got " + got.summary() + ", expected a sequence or optional";
+    return false;
+  }
+  const vm::Tuple& g = got.as_tuple();
+  const vm::Tuple& w = want.as_tuple();
+  if (g.size() != w.size()) {
+    *why = str_cat(g.size(), " elements, expected ", w.size());
+    return false;
+  }
+  for (size_t k = 0; k < w.size(); ++k) {
+    if (!values_match(g[k], w[k], rtol, atol, why)) {
+      *why = str_cat("element ", k, ": ", *why);
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace dynvm::conformance

@@ -15,6 +15,7 @@
 
 #include "frontends/onnx/importer.h"
 #include "vm/tensor.h"
+#include "vm/value.h"
 
 namespace dynvm::conformance {
 
@@ -46,14 +47,16 @@ NodeCase load_case(const std::filesystem::path& dir);
 // its test value, the expected outputs. `not_applicable` says why the case is outside what
 // an engine like dynvm runs (random generators, training-mode Dropout, the
 // ai.onnx.preview.training domain, string tensors); then nothing else is read.
+// Sequences and optionals (SequenceProto / OptionalProto test data) are read as the VM
+// passes them: a tuple of the elements, a tuple of zero or one value.
 struct RawCase {
   std::string name;
   std::string model_bytes;
-  std::vector<vm::Tensor> inputs;
-  std::vector<vm::Tensor> outputs;
+  std::vector<vm::Value> inputs;
+  std::vector<vm::Value> outputs;
   std::string not_applicable;
-  // Non-empty: an input or output is a sequence or an optional, which this reader does not
-  // read (its test data is not a TensorProto); the case counts as failed.
+  // Non-empty: an input or output this reader cannot read (a map, a sparse tensor); the
+  // case counts as failed.
   std::string unreadable;
 };
 RawCase load_raw_case(const std::filesystem::path& dir);
@@ -62,5 +65,8 @@ RawCase load_raw_case(const std::filesystem::path& dir);
 // (NaN matches NaN), everything else exactly. `why` says where it first differs.
 bool tensors_match(const vm::Tensor& got, const vm::Tensor& want, double rtol, double atol,
                    std::string* why);
+// Values: tensors as tensors_match; tuples (sequences, optionals) field by field.
+bool values_match(const vm::Value& got, const vm::Value& want, double rtol, double atol,
+                  std::string* why);
 
 }  // namespace dynvm::conformance

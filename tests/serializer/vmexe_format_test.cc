@@ -162,13 +162,30 @@ TEST(VmexeVersions, OlderMinorLoadsWithEmptyProducer) {
   expect_same(exe, back);
 }
 
+// 1.3: sequence and optional signature entries (their form after the specs).
+TEST(VmexeVersions, SequenceAndOptionalFormsRoundTripFromOneThree) {
+  vm::Executable exe = minimal_executable();
+  exe.inputs = {vm::TensorSpec{"xs", vm::DType::kFloat32, {}, vm::ValueForm::kSequence, true}};
+  exe.outputs.push_back(vm::TensorSpec{
+      "o", vm::DType::kInt64, {vm::DimSpec{"", 4}}, vm::ValueForm::kOptional, false});
+  vm::Executable back = read_vmexe(write_vmexe(exe));
+  ASSERT_EQ(back.inputs.size(), exe.inputs.size());
+  EXPECT_EQ(back.inputs.back(), exe.inputs.back());
+  EXPECT_EQ(back.outputs.back(), exe.outputs.back());
+  EXPECT_EQ(vm::tensor_spec_str(back.inputs.back()), "xs: sequence of f32 [?rank]");
+  // A file of an older minor holds tensors only; a 1.2 file of tensors reads as tensors.
+  EXPECT_THROW(write_vmexe(exe, WriteOptions{.minor = 2}), InternalError);
+  vm::Executable tensors = read_vmexe(write_vmexe(minimal_executable(), WriteOptions{.minor = 2}));
+  for (const vm::TensorSpec& s : tensors.inputs) EXPECT_EQ(s.form, vm::ValueForm::kTensor);
+}
+
 TEST(VmexeVersions, NewerMajorIsRefusedNamingBothVersions) {
   std::vector<uint8_t> bytes = write_vmexe(rich_executable());
   put_le(bytes, kMajorOffset, 2, 2);
   put_le(bytes, kMinorOffset, 0, 2);
   std::string msg = user_error_of([&] { read_vmexe(bytes); });
   EXPECT_NE(msg.find("2.0"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("1.2"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("1." + std::to_string(kFormatMinor)), std::string::npos) << msg;
   EXPECT_NE(msg.find("newer"), std::string::npos) << msg;
   // Refused on the version, not on the checksum the newer format may compute otherwise.
   EXPECT_EQ(msg.find("checksum"), std::string::npos) << msg;

@@ -34,12 +34,16 @@ inputs:
   --input NAME=SHAPE:DTYPE  bind input NAME to random values of that shape and dtype,
                             e.g. 1x128:i64, 4x3x48x320:f32, scalar:f32 (or :f32)
   --input SOURCE            without NAME=: the next unbound input, in signature order
+  --input NAME=SOURCE ...   a sequence input: repeat it, one SOURCE per element in order
+                            (NAME=empty: no elements); an optional input: NAME=none has
+                            no value
   --seed N                  seed of the random values (default 0); floats are uniform
                             in [-1, 1), integers in [0, 10), bools true or false
 outputs:
   --output-dir, -o DIR      write each output to DIR/NAME.npy, creating DIR; without
                             it, print each output's dtype, shape, first values and,
-                            for floats, min/max/mean
+                            for floats, min/max/mean; a sequence's (or optional's)
+                            elements are the outputs NAME.0, NAME.1, ...
 execution:
   --repeat N                after one warm-up run, time N runs and print the median
                             and p90 latency

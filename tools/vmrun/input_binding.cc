@@ -132,7 +132,13 @@ Tensor random_tensor(const RandomSpec& spec, uint64_t seed) {
 std::vector<vm::Value> bind_inputs(const vm::Executable& exe, const std::vector<InputArg>& args,
                                    uint64_t seed) {
   const std::vector<vm::TensorSpec>& specs = exe.inputs;
-  std::vector<const InputArg*> bound(specs.size(), nullptr);
+  // A sequence takes its elements from repeated --input NAME=..., in order; every other
+  // input takes one source.
+  auto repeatable = [&](size_t i) {
+    return specs[i].form == vm::ValueForm::kSequence ||
+           specs[i].form == vm::ValueForm::kOptionalSequence;
+  };
+  std::vector<std::vector<const InputArg*>> bound(specs.size());
   for (const InputArg& arg : args) {
     if (arg.name.empty()) continue;
     size_t i = 0;
@@ -140,29 +146,55 @@ std::vector<vm::Value> bind_inputs(const vm::Executable& exe, const std::vector<
     if (i == specs.size()) {
       user_error("unknown input '", arg.name, "'; the model's inputs are: ", input_names(exe));
     }
-    if (bound[i] != nullptr) user_error("input '", arg.name, "' is given twice");
-    bound[i] = &arg;
+    if (!bound[i].empty() && !repeatable(i)) user_error("input '", arg.name, "' is given twice");
+    bound[i].push_back(&arg);
   }
   // Unnamed inputs fill the remaining slots in signature order.
   size_t next = 0;
   for (const InputArg& arg : args) {
     if (!arg.name.empty()) continue;
-    while (next < specs.size() && bound[next] != nullptr) ++next;
+    while (next < specs.size() && !bound[next].empty()) ++next;
     if (next == specs.size()) {
       user_error("too many inputs: the model takes ", specs.size(), " (", input_names(exe),
                  "), and '", arg.source, "' is left over");
     }
-    bound[next] = &arg;
+    bound[next].push_back(&arg);
   }
   std::vector<vm::Value> values;
   values.reserve(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) {
-    if (bound[i] == nullptr) {
-      user_error("missing input '", specs[i].name, "' (", vm::tensor_spec_str(specs[i]),
-                 "); give it with --input ", specs[i].name, "=FILE.npy or --input ", specs[i].name,
-                 "=SHAPE:DTYPE");
+    const vm::TensorSpec& spec = specs[i];
+    if (bound[i].empty()) {
+      user_error(
+          "missing input '", spec.name, "' (", vm::tensor_spec_str(spec),
+          "); give it with --input ", spec.name, "=FILE.npy or --input ", spec.name, "=SHAPE:DTYPE",
+          spec.form == vm::ValueForm::kTensor ? "" : " (see --help for sequences and optionals)");
     }
-    values.emplace_back(load_source(*bound[i], i, seed));
+    const std::string& first = bound[i][0]->source;
+    // Optionals: `none` is the empty one; sequences: `empty` is the empty one.
+    const bool optional =
+        spec.form == vm::ValueForm::kOptional || spec.form == vm::ValueForm::kOptionalSequence;
+    if (optional && first == "none") {
+      if (bound[i].size() > 1) user_error("input '", spec.name, "' is none and also has values");
+      values.emplace_back(vm::Tuple{});
+      continue;
+    }
+    if (spec.form == vm::ValueForm::kTensor || spec.form == vm::ValueForm::kOptional) {
+      vm::Value t = load_source(*bound[i][0], i, seed);
+      values.push_back(optional ? vm::Value(vm::Tuple{t}) : t);
+      continue;
+    }
+    vm::Tuple elements;
+    if (!(bound[i].size() == 1 && first == "empty")) {
+      for (size_t k = 0; k < bound[i].size(); ++k) {
+        if (bound[i][k]->source == "empty") {
+          user_error("input '", spec.name, "' is empty and also has elements");
+        }
+        elements.emplace_back(load_source(*bound[i][k], i + k * specs.size(), seed));
+      }
+    }
+    vm::Value sequence(std::move(elements));
+    values.push_back(optional ? vm::Value(vm::Tuple{sequence}) : sequence);
   }
   return values;
 }
