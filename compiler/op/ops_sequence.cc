@@ -149,8 +149,8 @@ void register_sequence_ops() {
   constexpr size_t kMany = 1 << 20;
   register_op({"SequenceConstruct", ShapeRule::kFromInputDims, 1, kMany, sequence_construct});
   register_op({"SequenceEmpty", ShapeRule::kFromInputDims, 0, 0, sequence_empty});
-  register_op({"SequenceLength", ShapeRule::kFromResult, 1, 1, sequence_length});
-  register_op({"SequenceAt", ShapeRule::kFromResult, 2, 2, sequence_at});
+  register_op({"SequenceLength", ShapeRule::kFromInputDims, 1, 1, sequence_length});
+  register_op({"SequenceAt", ShapeRule::kFromInputDims, 2, 2, sequence_at});
   register_op({"SequenceInsert", ShapeRule::kFromInputDims, 2, 3, sequence_insert});
   register_op({"SequenceErase", ShapeRule::kFromInputDims, 1, 2, sequence_erase});
   register_op({"Optional", ShapeRule::kFromInputDims, 0, 1, optional_op});
