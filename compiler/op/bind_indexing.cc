@@ -9,6 +9,7 @@
 #include "kernels/ops/scatter.h"
 #include "kernels/ops/space_depth.h"
 #include "kernels/ops/topk.h"
+#include "kernels/ops/unique.h"
 
 namespace dynvm::compiler {
 namespace {
@@ -115,9 +116,39 @@ KernelBinding bind_nms(const BindContext& ctx, bool count) {
       });
 }
 
+ops::UniqueAttrs unique_attrs(const BindContext& ctx, std::string* key) {
+  ops::UniqueAttrs a;
+  a.has_axis = ctx.attrs().count("axis") > 0;
+  a.axis = attr_int(ctx.attrs(), "axis", 0, ctx.where());
+  a.sorted = attr_int(ctx.attrs(), "sorted", 1, ctx.where()) != 0;
+  *key += str_cat(a.has_axis ? str_cat(";axis=", a.axis) : "", ";sorted=", a.sorted);
+  return a;
+}
+
+// Unique: the count is Y's extent along the axis (or its only dim), bound from Y.
+KernelBinding bind_unique(const BindContext& ctx) {
+  std::string key;
+  const std::vector<arith::Expr> y = output_shape(ctx, 0, &key);
+  const ops::UniqueAttrs a = unique_attrs(ctx, &key);
+  const size_t rank = ctx.input(0).type->dims.size();
+  const arith::Expr count =
+      a.has_axis ? y[static_cast<size_t>(a.axis < 0 ? a.axis + static_cast<int64_t>(rank) : a.axis)]
+                 : y[0];
+  const size_t outputs = ctx.outputs().size();
+  return kernel_binding(ctx, "Unique", key + str_cat(";outputs=", outputs), {0},
+                        [=](const auto& t) { return ops::unique(t[0], a, count, outputs); });
+}
+
 }  // namespace
 
 void register_indexing_bindings() {
+  register_binding("Unique", bind_unique);
+  register_binding("dynvm.UniqueCount", [](const BindContext& ctx) {
+    std::string key;
+    const ops::UniqueAttrs a = unique_attrs(ctx, &key);
+    return kernel_binding(ctx, "UniqueCount", key, {0},
+                          [=](const auto& t) { return ops::unique_count(t[0], a); });
+  });
   register_binding("dynvm.NonMaxSuppressionCount",
                    [](const BindContext& ctx) { return bind_nms(ctx, true); });
   register_binding("NonMaxSuppression",

@@ -115,11 +115,12 @@ Facts scatter_op(OpContext& ctx) {
   return {tensor_facts(ctx.dtype(0), ctx.dims(0))};
 }
 
-// dynvm.CountNonZero(x): how many elements of x are nonzero, an i64 scalar.
+// dynvm.CountNonZero(x): how many elements of x are nonzero, an i64 scalar (and
+// dynvm.UniqueCount(x): how many distinct values).
 Facts count_nonzero_op(OpContext&) { return {tensor_facts(vm::DType::kInt64, {})}; }
 
 // The count a NonZero, Compress or NonMaxSuppression gets as its input `k` (a count op's
-// result: dynvm.CountNonZero, dynvm.NonMaxSuppressionCount).
+// result: dynvm.CountNonZero, dynvm.NonMaxSuppressionCount, dynvm.UniqueCount).
 Dim count_input(OpContext& ctx, size_t k) {
   std::optional<std::vector<Dim>> count = ctx.has_input(k) ? ctx.values(k) : std::nullopt;
   if (!count || count->size() != 1) ctx.fail("needs its count as input ", k, " (the importer's)");
@@ -164,9 +165,29 @@ Facts nms_op(OpContext& ctx) {
   return {tensor_facts(vm::DType::kInt64, {count_input(ctx, 5), Dim(3)})};
 }
 
+// Unique(X, count): Y (count along the axis, or [count] flattened), indices [count],
+// inverse_indices [n] (n: X's elements, or its extent along the axis), counts [count].
+Facts unique_op(OpContext& ctx) {
+  const Dim count = count_input(ctx, 1);
+  std::vector<Dim> y = {count};
+  Dim n(1);
+  if (ctx.attrs().count("axis")) {
+    y = ctx.dims(0);
+    const size_t axis = ctx.axis(ctx.attr_int("axis", 0), y.size());
+    n = y[axis];
+    y[axis] = count;
+  } else {
+    for (const Dim& d : ctx.dims(0)) n = ctx.mul(n, d);
+  }
+  return {tensor_facts(ctx.dtype(0), y), tensor_facts(vm::DType::kInt64, {count}),
+          tensor_facts(vm::DType::kInt64, {n}), tensor_facts(vm::DType::kInt64, {count})};
+}
+
 }  // namespace
 
 void register_indexing_ops() {
+  register_op({"dynvm.UniqueCount", ShapeRule::kFromInputDims, 1, 1, count_nonzero_op});
+  register_op({"Unique", ShapeRule::kFromInputValues, 2, 2, unique_op});
   register_op({"dynvm.NonMaxSuppressionCount", ShapeRule::kFromInputDims, 2, 5, nms_count_op});
   register_op({"NonMaxSuppression", ShapeRule::kFromInputValues, 6, 6, nms_op});
   register_op({"ScatterElements", ShapeRule::kFromInputDims, 3, 3, scatter_op});

@@ -335,6 +335,14 @@ class GraphImporter {
         b.bindings.emplace_back(count, compiler::make_call("dynvm.CountNonZero", {counted}));
         form.inputs.push_back(count);
       }
+      if (form.op == "Unique") {
+        Expr count = compiler::make_var(n.output(0) + "/count");
+        compiler::Attrs attrs = form.attrs;
+        attrs.erase("num_outputs");  // the count is one value
+        b.bindings.emplace_back(count,
+                                compiler::make_call("dynvm.UniqueCount", form.inputs, attrs));
+        form.inputs.push_back(count);
+      }
       if (form.op == "NonMaxSuppression") {
         // The same for the selected rows (dynvm.NonMaxSuppressionCount runs the selection).
         Expr count = compiler::make_var(n.output(0) + "/count");

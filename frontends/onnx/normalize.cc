@@ -36,7 +36,7 @@ const std::set<std::string>& supported_ops() {
       "GatherElements", "Identity", "Dropout", "Pad", "Range", "Reshape", "Resize", "Shape", "Size",
       "Slice", "Split", "Squeeze", "Tile", "Transpose", "Unsqueeze", "GatherND", "ReverseSequence",
       "DepthToSpace", "SpaceToDepth", "EyeLike", "TopK", "Upsample", "Scatter", "ScatterElements",
-      "ScatterND", "NonZero", "Compress", "MaxUnpool", "NonMaxSuppression",
+      "ScatterND", "NonZero", "Compress", "MaxUnpool", "NonMaxSuppression", "Unique",
       // control flow and recurrences
       "If", "Loop", "Scan", "LSTM", "GRU", "RNN",
       // sequences and optionals (VM tuples)

@@ -5,6 +5,7 @@
 #include "kernels/ops/scatter.h"
 
 #include "kernels/ops/nonzero.h"
+#include "kernels/ops/unique.h"
 #include "tests/kernels/ops/op_test_util.h"
 #include "tests/support/expect_user_error.h"
 
@@ -32,6 +33,11 @@ class Scatter : public ::testing::Test {
     ops.push_back({"nonzero_bool", nonzero({kBool, {n}}, c)});
     ops.push_back({"compress_axis1", compress({kF32, {m, n}}, {kBool, {p}}, c, true, 1)});
     ops.push_back({"compress_flat", compress({kF32, {m, n}}, {kBool, {p}}, c, false, 0)});
+    ops.push_back({"unique_count_sorted", unique_count({kF32, {n}}, {})});
+    ops.push_back({"unique_sorted", unique({kF32, {n}}, {}, c, 4)});
+    ops.push_back({"unique_first_seen", unique({kF32, {n}}, {false, 0, false}, c, 4)});
+    ops.push_back({"unique_count_rows", unique_count({kI64, {m, n}}, {true, 0, true})});
+    ops.push_back({"unique_rows", unique({kI64, {m, n}}, {true, 0, true}, c, 3)});
     lib_ = new OpLibrary(OpLibrary::build(ops));
   }
   static void TearDownTestSuite() { delete lib_; }
@@ -114,6 +120,48 @@ TEST_F(Scatter, CompressAlongAnAxisAndFlattened) {
   expect_close(run_op(*lib_, "compress_flat", {x, cond}, {2}, kF32), {1, 3}, 0, 0, "flat");
   vm::Tensor none = vm::Tensor::from_vector(std::vector<uint8_t>{0, 0}, {2}, kBool);
   EXPECT_EQ(run_op(*lib_, "compress_axis1", {x, none}, {2, 0}, kF32).numel(), 0);
+}
+
+// Kernels with several outputs: runs `symbol` on x and returns the poisoned outputs filled.
+std::vector<vm::Tensor> run_outputs(const OpLibrary& lib, const std::string& symbol,
+                                    const vm::Tensor& x,
+                                    const std::vector<std::pair<vm::Shape, vm::DType>>& outs) {
+  std::vector<vm::Tensor> args = {x}, results;
+  for (const auto& [shape, dtype] : outs) {
+    results.push_back(poisoned(shape, dtype));
+    args.push_back(results.back());
+  }
+  OpResult r = lib.run(symbol, args, true);
+  EXPECT_TRUE(r.ok()) << symbol << ": " << r.error;
+  return results;
+}
+
+TEST_F(Scatter, UniqueSortedAndInOrderOfFirstOccurrence) {
+  // numpy.unique([2, 1, 1, 3, 4, 3], return_index, return_inverse, return_counts).
+  vm::Tensor x = f32({2, 1, 1, 3, 4, 3}, {6});
+  expect_close(run_op(*lib_, "unique_count_sorted", {x}, {}, kI64), {4}, 0, 0, "count");
+  auto sorted =
+      run_outputs(*lib_, "unique_sorted", x, {{{4}, kF32}, {{4}, kI64}, {{6}, kI64}, {{4}, kI64}});
+  expect_close(sorted[0], {1, 2, 3, 4}, 0, 0, "Y");
+  expect_close(sorted[1], {1, 0, 3, 4}, 0, 0, "indices");
+  expect_close(sorted[2], {1, 0, 0, 2, 3, 2}, 0, 0, "inverse");
+  expect_close(sorted[3], {2, 1, 2, 1}, 0, 0, "counts");
+  auto seen = run_outputs(*lib_, "unique_first_seen", x,
+                          {{{4}, kF32}, {{4}, kI64}, {{6}, kI64}, {{4}, kI64}});
+  expect_close(seen[0], {2, 1, 3, 4}, 0, 0, "Y");
+  expect_close(seen[1], {0, 1, 3, 4}, 0, 0, "indices");
+  expect_close(seen[2], {0, 1, 1, 2, 3, 2}, 0, 0, "inverse");
+  expect_close(seen[3], {1, 2, 2, 1}, 0, 0, "counts");
+}
+
+TEST_F(Scatter, UniqueRowsSortLexicographically) {
+  // Rows [1 0] [0 5] [1 0] [0 2]: distinct, sorted: [0 2] [0 5] [1 0].
+  vm::Tensor x = i64({1, 0, 0, 5, 1, 0, 0, 2}, {4, 2});
+  expect_close(run_op(*lib_, "unique_count_rows", {x}, {}, kI64), {3}, 0, 0, "count");
+  auto out = run_outputs(*lib_, "unique_rows", x, {{{3, 2}, kI64}, {{3}, kI64}, {{4}, kI64}});
+  expect_close(out[0], {0, 2, 0, 5, 1, 0}, 0, 0, "Y");
+  expect_close(out[1], {3, 1, 0}, 0, 0, "indices");
+  expect_close(out[2], {2, 1, 2, 0}, 0, 0, "inverse");
 }
 
 TEST(ScatterBuilders, RejectBadTypes) {
