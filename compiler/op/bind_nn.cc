@@ -31,8 +31,11 @@ size_t input_rank(const BindContext& ctx, size_t i) {
 KernelBinding bind_matmul(const BindContext& ctx) {
   const size_t ra = input_rank(ctx, 0), rb = input_rank(ctx, 1);
   const bool batched = ra == 3 && (rb == 3 || rb == 2);
-  if (!(ra == 2 && rb == 2) && !batched) {
-    // Other ranks (vector-matrix, 4-D attention): numpy semantics, general schedule.
+  const vm::DType dtype = ctx.input(0).type->dtype;
+  const bool is_float = dtype == vm::DType::kFloat32 || dtype == vm::DType::kFloat64;
+  if ((!(ra == 2 && rb == 2) && !batched) || !is_float) {
+    // Other ranks (vector-matrix, 4-D attention) and integers (MatMulInteger's int32):
+    // numpy semantics, general schedule.
     return kernel_binding(ctx, "MatMul", "nd", {0, 1},
                           [](const auto& t) { return ops::matmul_nd(t[0], t[1]); });
   }

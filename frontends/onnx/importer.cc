@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 
+#include "frontends/onnx/expand_integer.h"
 #include "frontends/onnx/inline_functions.h"
 #include "frontends/onnx/normalize.h"
 #include "frontends/onnx/tensor_proto.h"
@@ -351,7 +353,17 @@ class GraphImporter {
             count, compiler::make_call("dynvm.NonMaxSuppressionCount", form.inputs, form.attrs));
         form.inputs.push_back(count);
       }
-      value = compiler::make_call(form.op, form.inputs, form.attrs);
+      if (is_integer_linear_op(form.op)) {
+        int step = 0;
+        std::function<Expr(Expr)> let = [&](Expr v) {
+          Expr var = compiler::make_var(n.output(0) + "/" + std::to_string(step++));
+          b.bindings.emplace_back(var, std::move(v));
+          return var;
+        };
+        value = expand_integer_linear(form, let, where);
+      } else {
+        value = compiler::make_call(form.op, form.inputs, form.attrs);
+      }
     }
     bind_outputs(n, value, b, where);
   }

@@ -27,7 +27,8 @@ const std::set<std::string>& supported_ops() {
       "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare", "ReduceLogSum", "Softmax",
       "LogSoftmax", "LayerNormalization", "BatchNormalization", "Hardmax", "LRN",
       // quantization
-      "QuantizeLinear", "DequantizeLinear",
+      "QuantizeLinear", "DequantizeLinear", "MatMulInteger", "ConvInteger", "QLinearMatMul",
+      "QLinearConv",
       // linear algebra, convolution, pooling
       "MatMul", "Gemm", "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool",
       "GlobalMaxPool",

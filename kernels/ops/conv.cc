@@ -30,7 +30,8 @@ struct ConvGeometry {
 ConvGeometry conv_geometry(const std::string& op, const TensorType& x, const TensorType& w,
                            const std::optional<TensorType>& bias, const ConvAttrs& attrs,
                            bool transpose) {
-  check_float_input(x, op, "X");
+  // int32 too: ConvInteger's accumulation (frontends/onnx/expand_integer.h).
+  if (x.dtype != vm::DType::kInt32) check_float_input(x, op, "X");
   if (x.shape.size() != 3 && x.shape.size() != 4) {
     user_error(op, ": X must be [N, C, W] or [N, C, H, W], got rank ", x.shape.size());
   }
