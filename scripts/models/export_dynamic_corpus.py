@@ -21,6 +21,9 @@ are traced; the two that need it (greedy_decode_early_exit, threshold_nonzero) a
   pad_to_multiple          x f32[batch, seq, 5] -> y f32[batch, n_blocks, 5]
   cnn_text_classifier      tokens i64[batch, seq] -> logits f32[batch, 5]
   slice_by_value           x f32[seq, 4], n i64[] -> y f32[n_kept, 4]
+  detect_and_count         x f32[batch, 3, height, width], ids i64[n]
+                             -> points i64[n_points, 3], values f32[n_points], hist f32[10],
+                                classes i64[n_classes], inverse i64[n]
 
 Opset 17 for all (the newest torch 1.13 exports). The declared shapes of the graph outputs
 are rewritten to the dynamic_axes names (static sizes elsewhere), as export_loop_models.py
@@ -400,6 +403,40 @@ def slice_by_value_cases():
     return cases
 
 
+# ---------------------------------------------------------------- 13. detect_and_count
+
+class DetectAndCount(nn.Module):
+    """A feature map upsampled to the skip's run-time size (Resize with sizes from Shape),
+    points above a threshold (NonZero, a boolean-mask gather: sizes the data decides), a
+    histogram by scatter_add (ScatterElements with reduction add) and the distinct ids
+    (Unique with inverse indices)."""
+    MID = 8
+
+    def __init__(self):
+        super().__init__()
+        self.down = nn.Conv2d(3, self.MID, 3, stride=2, padding=1)
+        self.skip = nn.Conv2d(3, self.MID, 1)
+        init_seeded(self, 13, scale=0.5)
+
+    def forward(self, x, ids):
+        d = torch.relu(self.down(x))
+        up = F.interpolate(d, size=x.shape[2:], mode="bilinear", align_corners=False)
+        score = (up + self.skip(x)).mean(1)
+        points = torch.nonzero(score > 0.1)
+        values = score[score > 0.1]
+        hist = torch.zeros(10).scatter_add(0, ids, torch.ones_like(ids, dtype=torch.float32))
+        classes, inverse = torch.unique(ids, sorted=True, return_inverse=True)
+        return points, values, hist, classes, inverse
+
+
+def detect_and_count_cases():
+    cases = []
+    for k, (b, h, w, n) in enumerate([(1, 5, 7, 1), (2, 16, 12, 9), (1, 1, 1, 0), (1, 9, 4, 20)]):
+        cases.append({"x": torch.randn(b, 3, h, w, generator=gen(1300 + k)),
+                      "ids": torch.randint(0, 10, (n,), generator=gen(1310 + k))})
+    return cases
+
+
 # ---------------------------------------------------------------- the corpus
 
 # name: (module factory, cases, input names, output names, dynamic_axes, export mode)
@@ -443,6 +480,12 @@ MODELS = {
     "slice_by_value": (
         SliceByValue, slice_by_value_cases, ["x", "n"], ["y"],
         {"x": {0: "seq"}, "y": {0: "n_kept"}}, "trace"),
+    "detect_and_count": (
+        DetectAndCount, detect_and_count_cases, ["x", "ids"],
+        ["points", "values", "hist", "classes", "inverse"],
+        {"x": {0: "batch", 2: "height", 3: "width"}, "ids": {0: "n"},
+         "points": {0: "n_points"}, "values": {0: "n_points"}, "classes": {0: "n_classes"},
+         "inverse": {0: "n"}}, "trace"),
 }
 
 
@@ -577,6 +620,17 @@ def check_facts(name, cases):
                       if c["scores"].numel()])
         print(f"  scores above 0.5 per case {counts}, smallest |score - 0.5| {margin:.3g}")
         assert 0 in counts and any(n > 3 for n in counts) and margin > 1e-4
+    if name == "detect_and_count":
+        m = DetectAndCount().eval()
+        margins = []
+        for c in cases:
+            with torch.no_grad():
+                d = torch.relu(m.down(c["x"]))
+                up = F.interpolate(d, size=c["x"].shape[2:], mode="bilinear", align_corners=False)
+                margins.append(float(((up + m.skip(c["x"])).mean(1) - 0.1).abs().min()))
+        print(f"  smallest |score - 0.1| {min(margins):.3g}")
+        assert min(margins) > 1e-4, "a score is nearly at the threshold; pick other seeds"
+        assert any(c["ids"].numel() == 0 for c in cases), "one case should have no ids"
 
 
 def main():
