@@ -17,6 +17,7 @@ void register_elementwise_extra_bindings();  // bind_elementwise_extra.cc: BitSh
 void register_normalization_bindings();      // bind_normalization.cc: Hardmax, LRN
 void register_quantize_bindings();           // bind_quantize.cc: (De)QuantizeLinear
 void register_indexing_bindings();  // bind_indexing.cc: GatherND, DepthToSpace, EyeLike, ...
+void register_signal_bindings();    // bind_signal.cc: DFT, STFT, MelWeightMatrix, TfIdfVectorizer
 
 // The dtypes of a call's kernel arguments as text ("f32,i64"): part of every kernel key.
 std::string arg_dtypes(const BindContext& ctx, const std::vector<size_t>& args);

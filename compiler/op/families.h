@@ -16,6 +16,7 @@ void register_normalization_ops();      // ops_normalization.cc: Hardmax, LRN
 void register_quantize_ops();           // ops_quantize.cc: QuantizeLinear, DequantizeLinear
 void register_indexing_ops();  // ops_indexing.cc: GatherND, ReverseSequence, DepthToSpace, ...
 void register_sequence_ops();  // ops_sequence.cc: sequences and optionals
+void register_signal_ops();    // ops_signal.cc: DFT, STFT, MelWeightMatrix, TfIdfVectorizer
 
 // Numpy broadcasting of dims: equal dims stay; a 1 takes the other; two different symbolic
 // dims become `select(a == 1, b, a)`, with a run-time check that they are equal or one is

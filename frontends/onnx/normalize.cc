@@ -38,6 +38,8 @@ const std::set<std::string>& supported_ops() {
       "Slice", "Split", "Squeeze", "Tile", "Transpose", "Unsqueeze", "GatherND", "ReverseSequence",
       "DepthToSpace", "SpaceToDepth", "EyeLike", "TopK", "Upsample", "Scatter", "ScatterElements",
       "ScatterND", "NonZero", "Compress", "MaxUnpool", "NonMaxSuppression", "Unique",
+      // signal processing and text features
+      "DFT", "STFT", "MelWeightMatrix", "TfIdfVectorizer",
       // control flow and recurrences
       "If", "Loop", "Scan", "LSTM", "GRU", "RNN",
       // sequences and optionals (VM tuples)
