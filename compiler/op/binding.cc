@@ -26,6 +26,7 @@ void ensure_registered() {
     register_normalization_bindings();
     register_quantize_bindings();
     register_indexing_bindings();
+    register_linalg_bindings();
     return true;
   }();
   (void)done;

@@ -26,6 +26,7 @@ void ensure_registered() {
     register_quantize_ops();
     register_indexing_ops();
     register_sequence_ops();
+    register_linalg_ops();
     return true;
   }();
   (void)done;
