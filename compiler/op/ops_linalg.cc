@@ -24,7 +24,9 @@ Facts einsum_op(OpContext& ctx) {
   try {
     labels = ops::parse_einsum(equation, ranks);
   } catch (const UserError& e) {
-    ctx.fail(e.what());
+    const std::string message = e.what();
+    const std::string prefix = "einsum: ";  // the node's name says which op it is
+    ctx.fail(message.rfind(prefix, 0) == 0 ? message.substr(prefix.size()) : message);
   }
   std::vector<std::optional<Dim>> extent(static_cast<size_t>(labels.num_labels));
   for (size_t k = 0; k < ranks.size(); ++k) {
