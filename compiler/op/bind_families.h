@@ -16,6 +16,7 @@ void register_nn_bindings();           // bind_nn.cc: matmul, conv, pooling, nor
 void register_elementwise_extra_bindings();  // bind_elementwise_extra.cc: BitShift, IsInf, ...
 void register_normalization_bindings();      // bind_normalization.cc: Hardmax, LRN
 void register_quantize_bindings();           // bind_quantize.cc: (De)QuantizeLinear
+void register_linalg_bindings();             // bind_linalg.cc: Einsum, Det
 void register_indexing_bindings();  // bind_indexing.cc: GatherND, DepthToSpace, EyeLike, ...
 void register_signal_bindings();    // bind_signal.cc: DFT, STFT, MelWeightMatrix, TfIdfVectorizer
 

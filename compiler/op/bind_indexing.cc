@@ -1,11 +1,15 @@
 // Kernel bindings of GatherND and ReverseSequence (kernels/ops/gather.h), DepthToSpace and
-// SpaceToDepth (kernels/ops/space_depth.h) and EyeLike (kernels/ops/eye_like.h: a kernel
-// with no inputs whose dims are bound from its output, as ConstantOfShape's).
+// SpaceToDepth (kernels/ops/space_depth.h), OneHot (kernels/ops/one_hot.h: its depth bound
+// from the output), GridSample (kernels/ops/grid_sample.h), the scatters, the data-sized
+// ops and EyeLike (kernels/ops/eye_like.h: a kernel with no inputs whose dims are bound
+// from its output, as ConstantOfShape's).
 #include "compiler/op/bind_families.h"
 #include "kernels/ops/eye_like.h"
 #include "kernels/ops/gather.h"
+#include "kernels/ops/grid_sample.h"
 #include "kernels/ops/nms.h"
 #include "kernels/ops/nonzero.h"
+#include "kernels/ops/one_hot.h"
 #include "kernels/ops/scatter.h"
 #include "kernels/ops/space_depth.h"
 #include "kernels/ops/topk.h"
@@ -52,6 +56,31 @@ KernelBinding bind_topk(const BindContext& ctx) {
       ctx, "TopK",
       str_cat("axis=", axis, ";largest=", largest, ";to=", to_string(ctx.outputs()[0])), {0},
       [=](const auto& t) { return ops::topk(t[0], axis, largest, shape); });
+}
+
+// OneHot: the depth is the output's extent along the axis, bound from the output argument.
+KernelBinding bind_one_hot(const BindContext& ctx) {
+  const int64_t axis = attr_int(ctx.attrs(), "axis", -1, ctx.where());
+  const auto rank = static_cast<int64_t>(ctx.input(0).type->dims.size());
+  const auto a = static_cast<size_t>(axis < 0 ? axis + rank + 1 : axis);
+  std::string key;
+  const std::vector<arith::Expr> shape = output_shape(ctx, 0, &key);
+  if (a >= shape.size()) ctx.fail("axis ", axis, " is out of range");
+  const arith::Expr depth = shape[a];
+  const std::string depth_key = depth.is_int_imm() ? std::to_string(depth.int_value()) : "?";
+  return kernel_binding(ctx, "OneHot", str_cat("axis=", axis, ";depth=", depth_key), {0, 2},
+                        [=](const auto& t) { return ops::one_hot(t[0], t[1], axis, depth); });
+}
+
+KernelBinding bind_grid_sample(const BindContext& ctx) {
+  const std::string mode = attr_string(ctx.attrs(), "mode", "bilinear", ctx.where());
+  const std::string padding = attr_string(ctx.attrs(), "padding_mode", "zeros", ctx.where());
+  const bool align = attr_int(ctx.attrs(), "align_corners", 0, ctx.where()) != 0;
+  const ops::GridSampleMode m = ops::grid_sample_mode(mode);
+  const ops::GridPadding p = ops::grid_padding(padding);
+  return kernel_binding(ctx, "GridSample",
+                        str_cat("mode=", mode, ";padding_mode=", padding, ";align=", align), {0, 1},
+                        [=](const auto& t) { return ops::grid_sample(t[0], t[1], m, p, align); });
 }
 
 KernelBinding bind_scatter(const BindContext& ctx, bool nd) {
@@ -163,6 +192,8 @@ void register_indexing_bindings() {
   register_binding("NonZero", bind_nonzero);
   register_binding("Compress", bind_compress);
   register_binding("TopK", bind_topk);
+  register_binding("OneHot", bind_one_hot);
+  register_binding("GridSample", bind_grid_sample);
   register_binding("GatherND", [](const BindContext& ctx) {
     const int64_t b = attr_int(ctx.attrs(), "batch_dims", 0, ctx.where());
     return kernel_binding(ctx, "GatherND", "batch_dims=" + std::to_string(b), {0, 1},

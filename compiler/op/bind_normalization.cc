@@ -1,5 +1,7 @@
-// Kernel bindings of Hardmax and LRN (kernels/ops/norm.h).
+// Kernel bindings of Hardmax and LRN (kernels/ops/norm.h) and InstanceNormalization
+// (kernels/ops/instance_norm.h).
 #include "compiler/op/bind_families.h"
+#include "kernels/ops/instance_norm.h"
 #include "kernels/ops/norm.h"
 
 namespace dynvm::compiler {
@@ -44,6 +46,12 @@ KernelBinding bind_lrn(const BindContext& ctx) {
 void register_normalization_bindings() {
   register_binding("Hardmax", bind_hardmax);
   register_binding("LRN", bind_lrn);
+  register_binding("InstanceNormalization", [](const BindContext& ctx) {
+    const double epsilon = attr_float(ctx.attrs(), "epsilon", 1e-5, ctx.where());
+    return kernel_binding(
+        ctx, "InstanceNormalization", key_float(ctx, "epsilon", 1e-5), {0, 1, 2},
+        [=](const auto& t) { return ops::instance_norm(t[0], t[1], t[2], epsilon); });
+  });
 }
 
 }  // namespace dynvm::compiler

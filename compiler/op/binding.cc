@@ -27,6 +27,7 @@ void ensure_registered() {
     register_quantize_bindings();
     register_indexing_bindings();
     register_signal_bindings();
+    register_linalg_bindings();
     return true;
   }();
   (void)done;

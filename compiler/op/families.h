@@ -14,6 +14,7 @@ void register_nn_ops();                 // ops_nn.cc: matmul, conv, pooling, nor
 void register_elementwise_extra_ops();  // ops_elementwise_extra.cc: BitShift, IsInf, IsNaN, Shrink
 void register_normalization_ops();      // ops_normalization.cc: Hardmax, LRN
 void register_quantize_ops();           // ops_quantize.cc: QuantizeLinear, DequantizeLinear
+void register_linalg_ops();             // ops_linalg.cc: Einsum, Det
 void register_indexing_ops();  // ops_indexing.cc: GatherND, ReverseSequence, DepthToSpace, ...
 void register_sequence_ops();  // ops_sequence.cc: sequences and optionals
 void register_signal_ops();    // ops_signal.cc: DFT, STFT, MelWeightMatrix, TfIdfVectorizer

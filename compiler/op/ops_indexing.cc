@@ -1,7 +1,8 @@
 // Type relations of GatherND, ReverseSequence, DepthToSpace, SpaceToDepth, EyeLike, TopK,
-// ScatterElements, ScatterND, NonZero and Compress: output dims as arith expressions of the
-// input dims (DepthToSpace's C / b^2, H * b) or of input values (TopK's k; the count the
-// importer binds next to NonZero and Compress, dynvm.CountNonZero).
+// ScatterElements, ScatterND, NonZero, Compress, Unique, NonMaxSuppression, OneHot and
+// GridSample: output dims as arith expressions of the input dims (DepthToSpace's C / b^2,
+// H * b) or of input values (TopK's k, OneHot's depth; the counts the importer binds next
+// to the data-sized ops, dynvm.CountNonZero and its kin).
 #include "compiler/op/families.h"
 #include "vm/error.h"
 
@@ -115,6 +116,41 @@ Facts scatter_op(OpContext& ctx) {
   return {tensor_facts(ctx.dtype(0), ctx.dims(0))};
 }
 
+// OneHot(indices, depth, values): indices' dims with depth inserted at the axis; depth is
+// an i64 value (the importer casts it), a constant or a run-time symbol.
+Facts one_hot_op(OpContext& ctx) {
+  if (ctx.dtype(0) == vm::DType::kBool) ctx.fail("indices must be numbers, not bool");
+  std::optional<std::vector<Dim>> depth = ctx.values(1);
+  if (!depth || depth->size() != 1 || (*depth)[0].is_any()) {
+    ctx.fail("depth must be a one-element int64 tensor");
+  }
+  const Dim& d = (*depth)[0];
+  ctx.require(arith::ge(d.expr(), 1), "depth (", to_string(d), ") must be positive");
+  if (ctx.rank(2) != 1 || (ctx.dims(2)[0].is_const() && ctx.dims(2)[0].value() != 2)) {
+    ctx.fail("values must be a 1-D tensor of two elements [off, on]");
+  }
+  std::vector<Dim> dims = ctx.dims(0);
+  const size_t axis = ctx.axis(ctx.attr_int("axis", -1), dims.size() + 1);
+  dims.insert(dims.begin() + static_cast<int64_t>(axis), d);
+  return {tensor_facts(ctx.dtype(2), dims)};
+}
+
+// GridSample(X [N, C, H, W], grid [N, H_out, W_out, 2]) -> [N, C, H_out, W_out].
+Facts grid_sample_op(OpContext& ctx) {
+  if (!vm::is_floating(ctx.dtype(0)) || ctx.dtype(1) != ctx.dtype(0)) {
+    ctx.fail("X and grid must share one floating-point dtype");
+  }
+  if (ctx.rank(0) != 4 || ctx.rank(1) != 4) {
+    ctx.fail("needs a 4-D input (N x C x H x W) and a 4-D grid (N x H_out x W_out x 2)");
+  }
+  const std::vector<Dim>&x = ctx.dims(0), &g = ctx.dims(1);
+  if (g[3].is_const() && g[3].value() != 2) ctx.fail("the grid's last dim must be 2");
+  if (x[0].is_const() && g[0].is_const() && x[0].value() != g[0].value()) {
+    ctx.fail("X has ", x[0].value(), " images, the grid ", g[0].value());
+  }
+  return {tensor_facts(ctx.dtype(0), {x[0], x[1], g[1], g[2]})};
+}
+
 // dynvm.CountNonZero(x): how many elements of x are nonzero, an i64 scalar (and
 // dynvm.UniqueCount(x): how many distinct values).
 Facts count_nonzero_op(OpContext&) { return {tensor_facts(vm::DType::kInt64, {})}; }
@@ -195,6 +231,8 @@ void register_indexing_ops() {
   register_op({"dynvm.CountNonZero", ShapeRule::kFromInputDims, 1, 1, count_nonzero_op});
   register_op({"NonZero", ShapeRule::kFromInputValues, 2, 2, nonzero_op});
   register_op({"Compress", ShapeRule::kFromInputValues, 3, 3, compress_op});
+  register_op({"GridSample", ShapeRule::kFromInputDims, 2, 2, grid_sample_op});
+  register_op({"OneHot", ShapeRule::kFromInputValues, 3, 3, one_hot_op});
   register_op({"TopK", ShapeRule::kFromInputValues, 2, 2, topk_op});
   register_op({"GatherND", ShapeRule::kFromInputDims, 2, 2, gather_nd_op});
   register_op({"ReverseSequence", ShapeRule::kFromInputDims, 2, 2, reverse_sequence_op});

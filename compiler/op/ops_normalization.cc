@@ -1,4 +1,4 @@
-// Type relations of Hardmax and LRN: both keep their input's type.
+// Type relations of Hardmax, LRN and InstanceNormalization: all keep their input's type.
 #include "compiler/op/families.h"
 #include "vm/error.h"
 
@@ -25,6 +25,16 @@ void register_normalization_ops() {
                  require_float(ctx);
                  if (ctx.rank(0) < 3) ctx.fail("needs an input of rank 3 or more (N x C x ...)");
                  if (ctx.attr_int("size", 0) < 1) ctx.fail("size must be a positive int");
+                 return Facts{tensor_facts(ctx.dtype(0), ctx.dims(0))};
+               }});
+  register_op({"InstanceNormalization", ShapeRule::kFromInputDims, 3, 3, [](OpContext& ctx) {
+                 require_float(ctx);
+                 if (ctx.rank(0) < 3) ctx.fail("needs an input of rank 3 or more (N x C x ...)");
+                 for (size_t k = 1; k < 3; ++k) {
+                   if (ctx.dtype(k) != ctx.dtype(0) || ctx.rank(k) != 1) {
+                     ctx.fail("scale and B must be 1-D of the input's dtype");
+                   }
+                 }
                  return Facts{tensor_facts(ctx.dtype(0), ctx.dims(0))};
                }});
 }

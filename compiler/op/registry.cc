@@ -27,6 +27,7 @@ void ensure_registered() {
     register_indexing_ops();
     register_sequence_ops();
     register_signal_ops();
+    register_linalg_ops();
     return true;
   }();
   (void)done;

@@ -329,6 +329,14 @@ class GraphImporter {
         b.bindings.emplace_back(count, compiler::make_call("dynvm.RangeCount", form.inputs));
         form.inputs.push_back(count);
       }
+      if (form.op == "OneHot" && form.inputs.size() == 3) {
+        // Depth may be any numeric dtype: as an int64 value, so that type inference reads
+        // it as a dim (a constant, or a run-time symbol).
+        Expr depth = compiler::make_var(n.output(0) + "/depth");
+        b.bindings.emplace_back(
+            depth, compiler::make_call("Cast", {form.inputs[1]}, {{"to", int64_t{7}}}));  // INT64
+        form.inputs[1] = depth;
+      }
       if (form.op == "NonZero" || form.op == "Compress") {
         // The data decides the output's extent: counted first, as a value of its own
         // (dynvm.CountNonZero), so that the op's type has it as a run-time symbol.

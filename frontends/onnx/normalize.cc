@@ -26,6 +26,7 @@ const std::set<std::string>& supported_ops() {
       "ArgMax", "ArgMin", "ReduceL1", "ReduceL2", "ReduceLogSumExp", "ReduceMax", "ReduceMean",
       "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare", "ReduceLogSum", "Softmax",
       "LogSoftmax", "LayerNormalization", "BatchNormalization", "Hardmax", "LRN",
+      "InstanceNormalization",
       // quantization
       "QuantizeLinear", "DequantizeLinear", "MatMulInteger", "ConvInteger", "QLinearMatMul",
       "QLinearConv",
@@ -37,7 +38,8 @@ const std::set<std::string>& supported_ops() {
       "GatherElements", "Identity", "Dropout", "Pad", "Range", "Reshape", "Resize", "Shape", "Size",
       "Slice", "Split", "Squeeze", "Tile", "Transpose", "Unsqueeze", "GatherND", "ReverseSequence",
       "DepthToSpace", "SpaceToDepth", "EyeLike", "TopK", "Upsample", "Scatter", "ScatterElements",
-      "ScatterND", "NonZero", "Compress", "MaxUnpool", "NonMaxSuppression", "Unique",
+      "ScatterND", "NonZero", "Compress", "MaxUnpool", "NonMaxSuppression", "Unique", "OneHot",
+      "GridSample", "Einsum", "Det",
       // signal processing and text features
       "DFT", "STFT", "MelWeightMatrix", "TfIdfVectorizer",
       // control flow and recurrences
@@ -86,10 +88,17 @@ compiler::Expr absent_input() { return compiler::make_tuple({}); }
 // Operators whose semantics have not changed since an opset older than kOldestOpset (later
 // versions only widened their types): accepted from that opset. Others changed before 7
 // (Add's legacy broadcast, BatchNormalization's `spatial`, Reshape's shape attribute).
+// InstanceNormalization-6 only dropped opset 1's unused `consumed_inputs`.
 int64_t oldest_opset(const std::string& op) {
-  static const std::map<std::string, int64_t> kOlder = {
-      {"Elu", 6},      {"Selu", 6},     {"HardSigmoid", 6},       {"Not", 1},
-      {"Softplus", 1}, {"Softsign", 1}, {"GlobalAveragePool", 1}, {"GlobalMaxPool", 1}};
+  static const std::map<std::string, int64_t> kOlder = {{"Elu", 6},
+                                                        {"Selu", 6},
+                                                        {"HardSigmoid", 6},
+                                                        {"Not", 1},
+                                                        {"Softplus", 1},
+                                                        {"Softsign", 1},
+                                                        {"GlobalAveragePool", 1},
+                                                        {"GlobalMaxPool", 1},
+                                                        {"InstanceNormalization", 6}};
   auto it = kOlder.find(op);
   return it != kOlder.end() ? it->second : kOldestOpset;
 }
