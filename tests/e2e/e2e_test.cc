@@ -209,10 +209,10 @@ TEST(EndToEnd, UnsupportedRecurrentAttributesAreRefusedNamingTheNode) {
                     "%cell = GRU: clip is not supported");
   EXPECT_USER_ERROR(expand("GRU(%x, %w, %r) {activations=[\"Relu\", \"Tanh\"], hidden_size=16}"),
                     "%cell = GRU: only the default activations (Sigmoid, Tanh) are supported");
-  EXPECT_USER_ERROR(expand("RNN(%x, %w, %r) {hidden_size=16, layout=1}"),
-                    "%cell = RNN: layout 1 is not supported yet");
-  EXPECT_USER_ERROR(expand("RNN(%x, %w, %r, (), %lens) {hidden_size=16}"),
-                    "%cell = RNN: sequence_lens is not supported yet");
+  EXPECT_USER_ERROR(expand("RNN(%x, %w, %r) {hidden_size=16, layout=2}"),
+                    "%cell = RNN: layout must be 0 or 1, not 2");
+  EXPECT_USER_ERROR(expand("RNN(%x, %w, %r, (), %lens) {direction=\"reverse\", hidden_size=16}"),
+                    "%cell = RNN: sequence_lens is supported with direction forward only");
   EXPECT_USER_ERROR(expand("RNN(%x, %w, %r) {activations=[\"Relu\"], hidden_size=16}"),
                     "%cell = RNN: only the default activations (Tanh) are supported");
   EXPECT_USER_ERROR(expand("LSTM(%x, %w, %r) {hidden_size=12, input_forget=1}"),
