@@ -197,6 +197,14 @@ TEST(EndToEnd, GruAndRnnMatchOnnxRuntime) {
   }
 }
 
+// LSTM with peepholes and sequence_lens 5, 2, 3 of 5 steps: a batch element past its length
+// keeps its states and its Y is 0; reference: the ONNX equations in numpy
+// (scripts/models/make_lstm_seq_lens_model.py).
+TEST(EndToEnd, LstmPeepholesAndSequenceLensMatchNumpy) {
+  const std::string dir = "tests/e2e/models/lstm_peepholes_seq_lens";
+  run_cases(compile(dir + "/model.onnx", BuildOptions{}), {dir + "/cases/0"});
+}
+
 // What the expansion does not cover is refused with one UserError line naming the node.
 TEST(EndToEnd, UnsupportedRecurrentAttributesAreRefusedNamingTheNode) {
   auto expand = [](const std::string& node) {
