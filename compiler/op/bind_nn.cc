@@ -183,12 +183,11 @@ KernelBinding bind_pool(const BindContext& ctx, bool max) {
   attrs.dilations = attr_ints(ctx.attrs(), "dilations", {}, ctx.where());
   attrs.count_include_pad = attr_int(ctx.attrs(), "count_include_pad", 0, ctx.where()) != 0;
   attrs.ceil_mode = attr_int(ctx.attrs(), "ceil_mode", 0, ctx.where()) != 0;
-  if (attrs.ceil_mode) ctx.fail("ceil_mode=1 is not yet computable");
   const bool indices = ctx.outputs().size() > 1;
   const bool column_major = attr_int(ctx.attrs(), "storage_order", 0, ctx.where()) != 0;
   const std::string auto_pad = auto_pad_of(ctx);
   std::string parts = window_key(ctx) + "kernel_shape=" + key_ints(attrs.kernel_shape) + ";" +
-                      key_int(ctx, "count_include_pad", 0) +
+                      key_int(ctx, "count_include_pad", 0) + ";" + key_int(ctx, "ceil_mode", 0) +
                       (indices ? ";indices;" + key_int(ctx, "storage_order", 0) : "");
   return kernel_binding(ctx, max ? "MaxPool" : "AveragePool", parts, {0},
                         [attrs, auto_pad, max, indices, column_major](const auto& t) {

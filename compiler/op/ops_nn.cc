@@ -2,6 +2,7 @@
 // pooling, normalizations, Softmax, reductions, ArgMax / ArgMin, LSTM / GRU / RNN,
 // Resize and CumSum. Spatial output dims are arith expressions of the input dims, e.g.
 // `(w + 2 - 3) floordiv 2 + 1` simplified.
+#include <algorithm>
 #include <cmath>
 
 #include "compiler/op/families.h"
@@ -16,7 +17,18 @@ Dim window_out(const OpContext& ctx, const Dim& in, int64_t kernel, int64_t stri
                int64_t dilation, int64_t pad_begin, int64_t pad_end, bool ceil_mode) {
   Dim span = ctx.sub(ctx.add(in, Dim(pad_begin + pad_end)), Dim(dilation * (kernel - 1) + 1));
   if (ceil_mode) span = ctx.add(span, Dim(stride - 1));
-  return ctx.add(ctx.floordiv(span, Dim(stride)), Dim(1));
+  Dim out = ctx.add(ctx.floordiv(span, Dim(stride)), Dim(1));
+  // ceil_mode: a window that would start past the input and its begin pad is dropped, so
+  // at most floordiv(in + pad_begin - 1, stride) + 1 windows; the cap can matter only when
+  // the stride is larger than the window's span less the end pad (kernels/ops/pool.h).
+  if (ceil_mode && stride > dilation * (kernel - 1) + 1 - pad_end) {
+    if (!in.is_const() || !out.is_const()) {
+      ctx.fail("ceil_mode with stride ", stride, " on the symbolic dim ", to_string(in),
+               " (a window past the input may be dropped)");
+    }
+    out = Dim(std::min(out.value(), (in.value() + pad_begin - 1) / stride + 1));
+  }
+  return out;
 }
 
 // Spatial dims of a windowed op (Conv, pools) with ONNX's auto_pad / pads / strides /
@@ -254,18 +266,26 @@ Facts layer_norm_op(OpContext& ctx) {
   return out;
 }
 
-// LSTM / GRU / RNN (layout 0): X [seq, batch, input] -> Y [seq, dirs, batch, hidden],
-// Y_h [dirs, batch, hidden] (and Y_c for LSTM).
+// LSTM / GRU / RNN, layout 0: X [seq, batch, input] -> Y [seq, dirs, batch, hidden],
+// Y_h [dirs, batch, hidden] (and Y_c for LSTM); layout 1 (batch first): X [batch, seq, input]
+// -> Y [batch, seq, dirs, hidden], Y_h [batch, dirs, hidden].
 Facts recurrent_op(OpContext& ctx, int outputs) {
   const std::vector<Dim>& x = ctx.dims(0);
   if (x.size() != 3) ctx.fail("X must be 3-D");
-  if (ctx.attr_int("layout", 0) != 0) ctx.fail("layout 1 is not supported");
+  const int64_t layout = ctx.attr_int("layout", 0);
+  if (layout != 0 && layout != 1) ctx.fail("layout must be 0 or 1, not ", layout);
   int64_t hidden = ctx.attr_int("hidden_size", -1);
   if (hidden < 1) ctx.fail("hidden_size is required");
   std::string direction = ctx.attr_string("direction", "forward");
   int64_t dirs = direction == "bidirectional" ? 2 : 1;
   if (direction != "forward" && direction != "reverse" && direction != "bidirectional") {
     ctx.fail("unknown direction '", direction, "'");
+  }
+  if (layout == 1) {
+    Facts out{tensor_facts(ctx.dtype(0), {x[0], x[1], Dim(dirs), Dim(hidden)})};
+    for (int k = 1; k < outputs; ++k)
+      out.push_back(tensor_facts(ctx.dtype(0), {x[0], Dim(dirs), Dim(hidden)}));
+    return out;
   }
   Facts out{tensor_facts(ctx.dtype(0), {x[0], Dim(dirs), x[1], Dim(hidden)})};
   for (int k = 1; k < outputs; ++k)

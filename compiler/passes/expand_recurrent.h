@@ -5,10 +5,12 @@
 // already does for loops — symbolic sequence lengths, specialized kernels for the gate
 // matmuls — instead of a monolithic hand-written RNN kernel.
 //
-// Supported: layout 0, direction forward, reverse or bidirectional (one Loop per direction,
-// outputs concatenated), the default activations, optional B / initial_h (/ initial_c), GRU's
-// linear_before_reset 0 and 1. Refused with a UserError naming the node: sequence_lens,
-// clip, other activations, layout 1, LSTM's peepholes (P) and input_forget.
+// Supported: layout 0 and 1 (batch first, transposes around the same loop), direction
+// forward, reverse or bidirectional (one Loop per direction, outputs concatenated), the
+// default activations, optional B / initial_h (/ initial_c), LSTM's peepholes (P), GRU's
+// linear_before_reset 0 and 1, sequence_lens with direction forward (a batch element's
+// states stay and its Y is 0 past its length). Refused with a UserError naming the node:
+// sequence_lens in reverse, clip, other activations and LSTM's input_forget.
 // Runs on the untyped IR, before infer_types. The cells: recurrent_{lstm,gru,rnn}.cc.
 #pragma once
 

@@ -43,7 +43,8 @@ void check_attrs(const Attrs& a, const std::vector<Expr>& in, const std::string&
   if (direction != "forward" && direction != "reverse" && direction != "bidirectional") {
     user_error(where, ": unknown direction '", direction, "'");
   }
-  if (attr_int(a, "layout", 0, where) != 0) user_error(where, ": layout 1 is not supported yet");
+  const int64_t layout = attr_int(a, "layout", 0, where);
+  if (layout != 0 && layout != 1) user_error(where, ": layout must be 0 or 1, not ", layout);
   if (a.count("clip")) user_error(where, ": clip is not supported");
   if (a.count("activations")) {
     std::vector<std::string> want = cell.activations;
@@ -56,7 +57,9 @@ void check_attrs(const Attrs& a, const std::vector<Expr>& in, const std::string&
     }
   }
   if (in.size() < 3) user_error(where, ": ", cell.op, " needs X, W and R");
-  if (!absent(in, 4)) user_error(where, ": sequence_lens is not supported yet");
+  if (!absent(in, 4) && direction != "forward") {
+    user_error(where, ": sequence_lens is supported with direction forward only");
+  }
 }
 
 }  // namespace
@@ -72,8 +75,13 @@ Expr expand_cell(const Expr& e, const std::string& where, const Cell& cell) {
   std::string base = cell.op;
   for (char& ch : base) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
 
-  const Expr& x = in[0];
+  const bool batch_first = attr_int(a, "layout", 0, where) == 1;
+  auto swap01 = [](const Expr& v, std::vector<int64_t> perm) {
+    return call("Transpose", {v}, {{"perm", std::move(perm)}});
+  };
   Lets outer;
+  // Layout 1 runs the layout-0 loop on X [seq, batch, input].
+  const Expr x = batch_first ? outer.bind(base + "_x_seq_first", swap01(in[0], {1, 0, 2})) : in[0];
   Expr shape = outer.bind(base + "_x_shape", call("Shape", {x}));
   // Zero state [batch, h] when none is given.
   // (bound to a variable: type inference records its value, [batch, h], for Expand)
@@ -84,6 +92,12 @@ Expr expand_cell(const Expr& e, const std::string& where, const Cell& cell) {
   Expr zero =
       make_constant(vm::Tensor::from_vector(std::vector<float>{0.0f}, {}, vm::DType::kFloat32));
   Expr trips = outer.bind(base + "_steps", call("Gather", {shape, i64(0)}, {{"axis", int64_t{0}}}));
+  // sequence_lens (forward only): batch element b steps while t < lens[b]; past its end its
+  // states stay and its Y is 0.
+  Expr lens;
+  if (!absent(in, 4)) {
+    lens = outer.bind(base + "_lens", call("Cast", {in[4]}, {{"to", int64_t{7}}}));
+  }
 
   std::vector<Expr> ys;                                        // per direction
   std::vector<std::vector<Expr>> finals(size_t(cell.states));  // per state, per direction
@@ -105,12 +119,15 @@ Expr expand_cell(const Expr& e, const std::string& where, const Cell& cell) {
       w.wb = outer.bind(w.name("wb"), slice(b, 0, cell.gates * h, 0));
       w.rb = outer.bind(w.name("rb"), slice(b, cell.gates * h, 2 * cell.gates * h, 0));
     }
+    if (cell.states == 2 && !absent(in, 7)) w.p = outer.bind(w.name("p"), pick(in[7]));
     std::vector<Expr> initial;
     for (int k = 0; k < cell.states; ++k) {
       const std::string n = w.name(k == 0 ? "h0" : "c0");
       const size_t i = 5 + size_t(k);
+      Expr given;
+      if (!absent(in, i)) given = batch_first ? swap01(in[i], {1, 0, 2}) : in[i];
       initial.push_back(
-          outer.bind(n, absent(in, i) ? call("Expand", {zero, zeros_shape}) : pick(in[i])));
+          outer.bind(n, absent(in, i) ? call("Expand", {zero, zeros_shape}) : pick(given)));
     }
     CellStep step_of = cell.prepare(outer, w);
 
@@ -128,9 +145,19 @@ Expr expand_cell(const Expr& e, const std::string& where, const Cell& cell) {
     Expr xt = step.bind(w.name("xt"), call("Gather", {x, index}, {{"axis", int64_t{0}}}));
     std::vector<Expr> next = step_of(step, xt, states);
     DYNVM_INTERNAL_CHECK(next.size() == states.size(), "expand_recurrent: step of ", cell.op);
+    Expr y_t = next[0];
+    if (lens.defined()) {
+      Expr live =
+          step.bind(w.name("live"), call("Unsqueeze", {call("Less", {t, lens}), i64s({1})}));
+      for (size_t k = 0; k < next.size(); ++k) {
+        next[k] = step.bind(w.name(k == 0 ? "h_kept" : "c_kept"),
+                            call("Where", {live, next[k], states[k]}));
+      }
+      y_t = step.bind(w.name("y_t"), call("Where", {live, next[0], zero}));
+    }
     std::vector<Expr> results{go};
     results.insert(results.end(), next.begin(), next.end());
-    results.push_back(next[0]);  // the scan output: every h
+    results.push_back(y_t);  // the scan output: every h
     body->body = step.finish(make_tuple(results));
 
     Expr loop = outer.bind(w.name("loop"), make_loop(trips, Expr(), initial, body, 1));
@@ -155,6 +182,13 @@ Expr expand_cell(const Expr& e, const std::string& where, const Cell& cell) {
   std::vector<Expr> outs{both(ys, 1, "y")};
   for (int k = 0; k < cell.states; ++k)
     outs.push_back(both(finals[size_t(k)], 0, k ? "y_c" : "y_h"));
+  if (batch_first) {
+    outs[0] = outer.bind(base + "_y_batch_first", swap01(outs[0], {2, 0, 1, 3}));
+    for (size_t k = 1; k < outs.size(); ++k) {
+      outs[k] = outer.bind(base + (k == 1 ? "_y_h_batch_first" : "_y_c_batch_first"),
+                           swap01(outs[k], {1, 0, 2}));
+    }
+  }
   if (!a.count("num_outputs")) return outer.finish(outs[0]);  // one output: the value itself
   const int64_t n = attr_int(a, "num_outputs", 1, where);
   if (n < 1 || n > static_cast<int64_t>(outs.size()))

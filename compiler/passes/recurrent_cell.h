@@ -35,6 +35,7 @@ class Lets {
 struct DirectionWeights {
   Expr wt, rt;
   Expr wb, rb;  // [gates * hidden] each; undefined when B is absent
+  Expr p;       // LSTM's peepholes [3 * hidden] (i, o, f); undefined when P is absent
   int64_t hidden = 0;
   std::string prefix;  // for the names of bound values: "gru", "lstm_bw", ...
   std::string name(const char* what) const { return prefix + "_" + what; }
@@ -53,9 +54,11 @@ struct Cell {
   std::function<CellStep(Lets& outer, const DirectionWeights& w)> prepare;
 };
 
-// The node `e` as a Loop per direction. Refuses, with a UserError naming `where`: layout 1,
-// clip, activations other than the defaults, sequence_lens. Output: Y [seq, dirs, batch,
-// hidden], then each final state [dirs, batch, hidden], as a tuple cut to `num_outputs`.
+// The node `e` as a Loop per direction. Refuses, with a UserError naming `where`: clip,
+// activations other than the defaults, sequence_lens other than forward. Output: Y [seq, dirs,
+// batch, hidden], then each final state [dirs, batch, hidden], as a tuple cut to `num_outputs`;
+// layout 1 (batch first: X [batch, seq, input], Y [batch, seq, dirs, hidden], states [batch, dirs,
+// hidden]) is the same loop between transposes.
 Expr expand_cell(const Expr& e, const std::string& where, const Cell& cell);
 
 Expr expand_lstm(const Expr& e, const std::string& where);

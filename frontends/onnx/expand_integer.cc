@@ -18,10 +18,11 @@ bool present(const NodeForm& node, size_t i) {
 
 class Expander {
  public:
-  Expander(const std::function<Expr(Expr)>& bind) : bind_(bind) {}
+  explicit Expander(const Emit& emit) : emit_(emit) {}
 
   Expr call(const std::string& op, std::vector<Expr> inputs, compiler::Attrs attrs = {}) {
-    return bind_(compiler::make_call(op, std::move(inputs), std::move(attrs)));
+    return emit_(std::to_string(step_++),
+                 compiler::make_call(op, std::move(inputs), std::move(attrs)));
   }
   Expr cast(const Expr& x, int64_t to) { return call("Cast", {x}, {{"to", to}}); }
   // x reshaped to `shape` (one -1 takes the scalar's or vector's length).
@@ -63,7 +64,8 @@ class Expander {
   }
 
  private:
-  const std::function<Expr(Expr)>& bind_;
+  const Emit& emit_;
+  int step_ = 0;
 };
 
 }  // namespace
@@ -73,10 +75,9 @@ bool is_integer_linear_op(const std::string& op) {
          op == "QLinearConv";
 }
 
-compiler::Expr expand_integer_linear(const NodeForm& node,
-                                     const std::function<compiler::Expr(compiler::Expr)>& bind,
+compiler::Expr expand_integer_linear(const NodeForm& node, const Emit& emit,
                                      const std::string& where) {
-  Expander e(bind);
+  Expander e(emit);
   const std::string& op = node.op;
   auto need = [&](size_t n) {
     for (size_t i = 0; i < n; ++i) {

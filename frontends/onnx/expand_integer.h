@@ -7,18 +7,17 @@
 // per-channel scales and zero points broadcast by reshaping them to the right axis).
 #pragma once
 
-#include <functional>
 #include <string>
 
+#include "frontends/onnx/decompose.h"
 #include "frontends/onnx/normalize.h"
 
 namespace dynvm::frontends::onnx_import {
 
 bool is_integer_linear_op(const std::string& op);
 
-// `bind` lets a value (returning the var it is bound to). Returns the node's value.
-compiler::Expr expand_integer_linear(const NodeForm& node,
-                                     const std::function<compiler::Expr(compiler::Expr)>& bind,
+// Each step is bound through `emit`. Returns the node's value.
+compiler::Expr expand_integer_linear(const NodeForm& node, const Emit& emit,
                                      const std::string& where);
 
 }  // namespace dynvm::frontends::onnx_import

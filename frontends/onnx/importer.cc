@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "frontends/onnx/decompose.h"
 #include "frontends/onnx/expand_integer.h"
 #include "frontends/onnx/inline_functions.h"
 #include "frontends/onnx/normalize.h"
@@ -277,7 +278,8 @@ class GraphImporter {
     } else if (n.op_type() == "Loop") {
       value = loop_node(form, graphs, where);
     } else if (n.op_type() == "Scan") {
-      value = scan_node(form, graphs, b, where);
+      value =
+          opset_of(n) < 9 ? scan8_node(form, graphs, b, where) : scan_node(form, graphs, b, where);
     } else {
       if (!graphs.empty()) user_error(where, ": unexpected graph attribute");
       normalize(form, opset_of(n), where);
@@ -361,14 +363,19 @@ class GraphImporter {
             count, compiler::make_call("dynvm.NonMaxSuppressionCount", form.inputs, form.attrs));
         form.inputs.push_back(count);
       }
+      // Operators and outputs that existing operators compute (decompose.h,
+      // expand_integer.h): their steps bound next to the node.
+      const std::string& out = n.output(0);
+      Emit emit = [&b, &out](const std::string& what, Expr v) {
+        Expr var = compiler::make_var(out + "/" + what);
+        b.bindings.emplace_back(var, std::move(v));
+        return var;
+      };
       if (is_integer_linear_op(form.op)) {
-        int step = 0;
-        std::function<Expr(Expr)> let = [&](Expr v) {
-          Expr var = compiler::make_var(n.output(0) + "/" + std::to_string(step++));
-          b.bindings.emplace_back(var, std::move(v));
-          return var;
-        };
-        value = expand_integer_linear(form, let, where);
+        value = expand_integer_linear(form, emit, where);
+      } else if (n.output_size() > 1 && (form.op == "Dropout" || form.op == "BatchNormalization")) {
+        value = form.op == "Dropout" ? dropout_with_mask(form, emit)
+                                     : batch_norm_training(form, emit, where);
       } else {
         value = compiler::make_call(form.op, form.inputs, form.attrs);
       }
@@ -614,6 +621,49 @@ class GraphImporter {
     std::vector<Expr> init(form.inputs.begin(), form.inputs.begin() + static_cast<int64_t>(states));
     return compiler::make_loop(trip_var, Expr(), init, body,
                                g.output_size() - static_cast<int64_t>(states));
+  }
+
+  // Scan-8: every state and scan input (and output) has a batch axis first, and an
+  // optional sequence_lens input comes first: a Loop over the batch around Scan-9's form of
+  // one batch element, whose outputs the Loop stacks as its scan outputs.
+  Expr scan8_node(NodeForm form, const std::map<std::string, const onnx::GraphProto*>& graphs,
+                  Block& outer, const std::string& where) {
+    if (form.inputs.size() < 2) user_error(where, ": Scan-8 takes sequence_lens and inputs");
+    if (!is_absent(form.inputs[0])) user_error(where, ": sequence_lens is not supported yet");
+    form.inputs.erase(form.inputs.begin());
+    auto directions = form.attrs.find("directions");
+    if (directions != form.attrs.end()) {
+      form.attrs["scan_input_directions"] = directions->second;
+      form.attrs.erase(directions);
+    }
+    const auto& g = graph_attr(graphs, "body", where);
+    Expr batch = compiler::make_var("scan_batch");
+    outer.bindings.emplace_back(
+        batch, compiler::make_call("Gather",
+                                   {compiler::make_call("Shape", {form.inputs[0]}), i64_scalar(0)},
+                                   {{"axis", int64_t{0}}}));
+    auto body = std::make_shared<compiler::Function>();
+    body->name = "scan_batch_body";
+    Expr element = compiler::make_var("b", compiler::tensor_type(vm::DType::kInt64, {}));
+    Expr cond = compiler::make_var("cond", compiler::tensor_type(vm::DType::kBool, {}));
+    body->params = {element, cond};
+    Block inner;
+    for (Expr& in : form.inputs) {
+      Expr v = compiler::make_var("scan_batch_slice");
+      inner.bindings.emplace_back(
+          v, compiler::make_call("Gather", {in, element}, {{"axis", int64_t{0}}}));
+      in = v;
+    }
+    Expr scan = compiler::make_var("scan_batch_element");
+    inner.bindings.emplace_back(scan, scan_node(form, graphs, inner, where));
+    std::vector<Expr> fields{cond};
+    for (int k = 0; k < g.output_size(); ++k) fields.push_back(compiler::make_get_item(scan, k));
+    Expr result = compiler::make_tuple(fields);
+    for (auto it = inner.bindings.rbegin(); it != inner.bindings.rend(); ++it) {
+      result = compiler::make_let(it->first, it->second, result);
+    }
+    body->body = result;
+    return compiler::make_loop(batch, Expr(), {}, body, g.output_size());
   }
 
   static Expr i64_scalar(int64_t v) {

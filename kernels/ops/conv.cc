@@ -19,7 +19,7 @@ using te::TensorRef;
 
 // Channels, groups and the window of a conv or conv_transpose, checked.
 struct ConvGeometry {
-  size_t rank = 0;  // spatial dims: 1 or 2
+  size_t rank = 0;  // spatial dims: 1 or 2 (conv_transpose: 1 to 3)
   Window window;
   int64_t groups = 1;
   int64_t c_in = 0, c_out = 0;
@@ -32,8 +32,11 @@ ConvGeometry conv_geometry(const std::string& op, const TensorType& x, const Ten
                            bool transpose) {
   // int32 too: ConvInteger's accumulation (frontends/onnx/expand_integer.h).
   if (x.dtype != vm::DType::kInt32) check_float_input(x, op, "X");
-  if (x.shape.size() != 3 && x.shape.size() != 4) {
-    user_error(op, ": X must be [N, C, W] or [N, C, H, W], got rank ", x.shape.size());
+  // conv_transpose's compute and schedule are rank-generic; conv's template is 1-D and 2-D.
+  const size_t max_rank = transpose ? 5 : 4;
+  if (x.shape.size() < 3 || x.shape.size() > max_rank) {
+    user_error(op, ": X must be [N, C, spatial...] with 1 to ", max_rank - 2,
+               " spatial dims, got rank ", x.shape.size());
   }
   if (w.dtype != x.dtype) user_error(op, ": W's dtype differs from X's");
   if (w.shape.size() != x.shape.size()) user_error(op, ": W must have X's rank");

@@ -1,5 +1,5 @@
-// Convolutions, ONNX semantics, 1-D and 2-D: conv (NCW / NCHW input, OIW / OIHW weights) and
-// conv_transpose (weights [C_in, C_out/groups, k...]), with strides, pads, dilations,
+// Convolutions, ONNX semantics: conv, 1-D and 2-D (NCW / NCHW input, OIW / OIHW weights), and
+// conv_transpose, 1-D to 3-D (weights [C_in, C_out/groups, k...]), with strides, pads, dilations,
 // groups (depthwise included) and an optional bias [C_out]. N and the spatial dims may be
 // symbolic; channels and kernel sizes must be constants (the schedule blocks them).
 //

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "kernels/arith/simplify.h"
 #include "kernels/ops/reduce.h"
 #include "kernels/ops/schedules.h"
 #include "kernels/ops/window.h"
@@ -19,12 +20,16 @@ std::string pool_name(const char* base, size_t rank, vm::DType t) {
   return base + std::to_string(rank) + "d_" + tir::to_string(tir::DataType{t, 1});
 }
 
-Window pool_window(const std::string& op, const TensorType& x, const PoolAttrs& attrs) {
-  check_float_input(x, op, "X");
-  if (x.shape.size() != 3 && x.shape.size() != 4) {
-    user_error(op, ": X must be [N, C, W] or [N, C, H, W], got rank ", x.shape.size());
+// `integers`: max pool also takes int8 / uint8 (ONNX MaxPool-12).
+Window pool_window(const std::string& op, const TensorType& x, const PoolAttrs& attrs,
+                   bool integers = false) {
+  if (!integers || (x.dtype != vm::DType::kInt8 && x.dtype != vm::DType::kUInt8)) {
+    check_float_input(x, op, "X");
   }
-  if (attrs.ceil_mode) user_error(op, ": ceil_mode is not supported");
+  if (x.shape.size() < 3 || x.shape.size() > 5) {
+    user_error(op, ": X must be [N, C, spatial...] with 1 to 3 spatial dims, got rank ",
+               x.shape.size());
+  }
   const size_t rank = x.shape.size() - 2;
   if (attrs.kernel_shape.size() != rank) {
     user_error(op, ": kernel_shape has ", attrs.kernel_shape.size(), " values, want ", rank);
@@ -43,17 +48,44 @@ Window pool_window(const std::string& op, const TensorType& x, const PoolAttrs& 
   return w;
 }
 
+// The window of the padded copy: with ceil_mode the last window may reach up to stride - 1
+// past the end pad (those reads are the pad value, and outside the average's count).
+Window read_window(const Window& w, const PoolAttrs& attrs) {
+  Window r = w;
+  if (attrs.ceil_mode) {
+    for (size_t d = 0; d < w.rank(); ++d) r.pads[w.rank() + d] += w.strides[d] - 1;
+  }
+  return r;
+}
+
+// floordiv (ceil_mode: rounded up) of the span over the stride, plus one; with ceil_mode a
+// window starting past the input and its begin pad is dropped (ONNX).
+arith::Expr pool_output_dim(const arith::Expr& in, const Window& w, size_t d, bool ceil_mode) {
+  if (!ceil_mode) return window_output_dim(in, w, d);
+  const int64_t span = w.dilations[d] * (w.kernel[d] - 1) + 1, s = w.strides[d];
+  arith::Expr up = arith::floordiv(in + (w.pad_begin(d) + w.pad_end(d) - span + s - 1), s) + 1;
+  arith::Expr starts = arith::floordiv(in + (w.pad_begin(d) - 1), s) + 1;
+  return arith::simplify(arith::min(up, starts));
+}
+
 std::vector<arith::Expr> pool_output_shape(const std::string& op, const TensorType& x,
-                                           const Window& w) {
+                                           const Window& w, bool ceil_mode) {
   std::vector<arith::Expr> shape = {x.shape[0], x.shape[1]};
   for (size_t d = 0; d < w.rank(); ++d) {
-    shape.push_back(window_output_dim(x.shape[2 + d], w, d));
+    shape.push_back(pool_output_dim(x.shape[2 + d], w, d, ceil_mode));
     if (shape.back().is_int_imm() && shape.back().int_value() < 1) {
       user_error(op, ": output dim ", 2 + d, " is ", shape.back().int_value(),
                  " (window larger than input)");
     }
   }
   return shape;
+}
+
+// What max pool's pads read: the lowest value of the type.
+double lowest(vm::DType t) {
+  if (t == vm::DType::kUInt8) return 0;
+  if (t == vm::DType::kInt8) return -128;
+  return -INFINITY;
 }
 
 // The reads of one window: Pad[n, c, o*s + k*d] for the reduce axes `r`.
@@ -129,11 +161,11 @@ OpInstance global_pool(ReduceKind kind, const char* base, const TensorType& x) {
 
 OpInstance max_pool(const TensorType& x, const PoolAttrs& attrs) {
   const std::string op = "max_pool";
-  Window w = pool_window(op, x, attrs);
+  Window w = pool_window(op, x, attrs, true);
   if (attrs.count_include_pad) user_error(op, ": count_include_pad is for average pool");
-  std::vector<arith::Expr> out_shape = pool_output_shape(op, x, w);
+  std::vector<arith::Expr> out_shape = pool_output_shape(op, x, w, attrs.ceil_mode);
   TensorRef X = te::placeholder("X", x.shape, x.dtype);
-  TensorRef P = pad_spatial(X, w, -INFINITY);
+  TensorRef P = pad_spatial(X, read_window(w, attrs), lowest(x.dtype));
   TensorRef Y = te::compute("Y", out_shape, [&](const Indices& i) {
     std::vector<te::IterVar> r = window_axes(w);
     return te::max_reduce(te::read(P, window_indices(i, r, w)), r);
@@ -145,10 +177,10 @@ OpInstance max_pool_with_indices(const TensorType& x, const PoolAttrs& attrs, bo
   const std::string op = "max_pool_with_indices";
   Window w = pool_window(op, x, attrs);
   if (attrs.count_include_pad) user_error(op, ": count_include_pad is for average pool");
-  std::vector<arith::Expr> out_shape = pool_output_shape(op, x, w);
+  std::vector<arith::Expr> out_shape = pool_output_shape(op, x, w, attrs.ceil_mode);
   const tir::DataType i64{vm::DType::kInt64, 1};
   TensorRef X = te::placeholder("X", x.shape, x.dtype);
-  TensorRef P = pad_spatial(X, w, -INFINITY);
+  TensorRef P = pad_spatial(X, read_window(w, attrs), -INFINITY);
   // The first maximum's place in its window, row-major over the window's dims.
   TensorRef A = te::compute("Arg", out_shape, [&](const Indices& i) {
     std::vector<te::IterVar> r = window_axes(w);
@@ -203,23 +235,26 @@ OpInstance average_pool(const TensorType& x, const PoolAttrs& attrs) {
   for (int64_t d : w.dilations) {
     if (d != 1) user_error(op, ": dilations are not supported");
   }
-  std::vector<arith::Expr> out_shape = pool_output_shape(op, x, w);
+  std::vector<arith::Expr> out_shape = pool_output_shape(op, x, w, attrs.ceil_mode);
   TensorRef X = te::placeholder("X", x.shape, x.dtype);
-  TensorRef P = pad_spatial(X, w, 0.0);
+  TensorRef P = pad_spatial(X, read_window(w, attrs), 0.0);
   TensorRef S = te::compute("Sum", out_shape, [&](const Indices& i) {
     std::vector<te::IterVar> r = window_axes(w);
     return te::sum(te::read(P, window_indices(i, r, w)), r);
   });
   TensorRef Y = te::compute("Y", out_shape, [&](const Indices& i) {
-    // Without count_include_pad, the window clipped to the input: [max(lo, 0), min(hi, H)).
+    // The window [lo, hi) clipped to the input, [max(lo, 0), min(hi, H)), or with
+    // count_include_pad to the padded input, [lo, min(hi, H + pad_end)) (only ceil_mode's
+    // last window reaches past it).
     arith::Expr count = arith::make_int(1);
     for (size_t d = 0; d < w.rank(); ++d) {
-      if (attrs.count_include_pad) {
-        count = count * w.kernel[d];
-        continue;
-      }
       arith::Expr lo = i[2 + d] * w.strides[d] - w.pad_begin(d);
       arith::Expr hi = lo + w.kernel[d];
+      if (attrs.count_include_pad) {
+        count = count * (attrs.ceil_mode ? arith::min(hi, x.shape[2 + d] + w.pad_end(d)) - lo
+                                         : arith::make_int(w.kernel[d]));
+        continue;
+      }
       count = count * (arith::min(hi, x.shape[2 + d]) - arith::max(lo, 0));
     }
     std::vector<arith::Expr> idx(i.begin(), i.end());

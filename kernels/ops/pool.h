@@ -1,7 +1,9 @@
-// Pooling, ONNX semantics, 1-D and 2-D over NCW / NCHW inputs (N and the spatial dims may be
-// symbolic): max pool (pads never win: they read -inf; dilations), average pool
-// (count_include_pad, no dilations) and the global pools (reduce.h's max / mean over the
-// spatial dims, keepdims). ceil_mode is rejected with a UserError.
+// Pooling, ONNX semantics, 1-D, 2-D and 3-D over NCW / NCHW / NCDHW inputs (N and the
+// spatial dims may be symbolic): max pool (f32, f64, int8, uint8; pads never win: they read
+// the type's lowest value; dilations), average pool (count_include_pad, no dilations) and
+// the global pools (reduce.h's max / mean over the spatial dims, keepdims). ceil_mode rounds
+// the output dims up, dropping a window that would start past the input and its begin pad;
+// the rounded-up windows read pads past the end pad, outside the average's count.
 //
 // Like conv (conv.h), a window reads a padded copy of the input (stage "Pad") so that its
 // indices are affine. Schedule: (n, c, row) fused in parallel, the output width split by
@@ -22,10 +24,11 @@ struct PoolAttrs {
   std::vector<int64_t> pads;          // ONNX order (begins, then ends), default 0
   std::vector<int64_t> dilations;     // max pool only, default 1
   bool count_include_pad = false;     // average pool only
-  bool ceil_mode = false;             // unsupported: true is a UserError
+  bool ceil_mode = false;             // round the output dims up
 };
 
-// x: [N, C, (H,) W] -> [N, C, (OH,) OW], OH = floordiv(H + pads - d*(k-1) - 1, s) + 1.
+// x: [N, C, spatial...] -> [N, C, out...], out = floordiv(H + pads - d*(k-1) - 1, s) + 1
+// (ceil_mode: ceildiv, at most floordiv(H + pad_begin - 1, s) + 1).
 OpInstance max_pool(const TensorType& x, const PoolAttrs& attrs);
 OpInstance average_pool(const TensorType& x, const PoolAttrs& attrs);
 // Max pool with ONNX's second output, Indices (i64): where each maximum is in X, as a flat

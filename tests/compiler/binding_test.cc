@@ -132,9 +132,11 @@ TEST(Binding, RefusesWhatNoKernelComputes) {
   // Over the last axis the legacy form is the one-axis kernel.
   EXPECT_EQ(bind("Softmax", {{"axis", int64_t{2}}, {"coerce_to_2d", int64_t{1}}}, {x}).kind,
             LoweringKind::kKernel);
-  EXPECT_USER_ERROR(
-      bind("MaxPool", {{"kernel_shape", std::vector<int64_t>{2}}, {"ceil_mode", int64_t{1}}}, {x}),
-      "ceil_mode");
+  // ceil_mode pools are kernels (kernels/ops/pool.h).
+  EXPECT_EQ(
+      bind("MaxPool", {{"kernel_shape", std::vector<int64_t>{2}}, {"ceil_mode", int64_t{1}}}, {x})
+          .kind,
+      LoweringKind::kKernel);
 }
 
 TEST(Binding, VariadicOpsOfManyInputsAreOneKernel) {

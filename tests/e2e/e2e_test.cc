@@ -197,6 +197,14 @@ TEST(EndToEnd, GruAndRnnMatchOnnxRuntime) {
   }
 }
 
+// LSTM with peepholes and sequence_lens 5, 2, 3 of 5 steps: a batch element past its length
+// keeps its states and its Y is 0; reference: the ONNX equations in numpy
+// (scripts/models/make_lstm_seq_lens_model.py).
+TEST(EndToEnd, LstmPeepholesAndSequenceLensMatchNumpy) {
+  const std::string dir = "tests/e2e/models/lstm_peepholes_seq_lens";
+  run_cases(compile(dir + "/model.onnx", BuildOptions{}), {dir + "/cases/0"});
+}
+
 // What the expansion does not cover is refused with one UserError line naming the node.
 TEST(EndToEnd, UnsupportedRecurrentAttributesAreRefusedNamingTheNode) {
   auto expand = [](const std::string& node) {
@@ -209,10 +217,10 @@ TEST(EndToEnd, UnsupportedRecurrentAttributesAreRefusedNamingTheNode) {
                     "%cell = GRU: clip is not supported");
   EXPECT_USER_ERROR(expand("GRU(%x, %w, %r) {activations=[\"Relu\", \"Tanh\"], hidden_size=16}"),
                     "%cell = GRU: only the default activations (Sigmoid, Tanh) are supported");
-  EXPECT_USER_ERROR(expand("RNN(%x, %w, %r) {hidden_size=16, layout=1}"),
-                    "%cell = RNN: layout 1 is not supported yet");
-  EXPECT_USER_ERROR(expand("RNN(%x, %w, %r, (), %lens) {hidden_size=16}"),
-                    "%cell = RNN: sequence_lens is not supported yet");
+  EXPECT_USER_ERROR(expand("RNN(%x, %w, %r) {hidden_size=16, layout=2}"),
+                    "%cell = RNN: layout must be 0 or 1, not 2");
+  EXPECT_USER_ERROR(expand("RNN(%x, %w, %r, (), %lens) {direction=\"reverse\", hidden_size=16}"),
+                    "%cell = RNN: sequence_lens is supported with direction forward only");
   EXPECT_USER_ERROR(expand("RNN(%x, %w, %r) {activations=[\"Relu\"], hidden_size=16}"),
                     "%cell = RNN: only the default activations (Tanh) are supported");
   EXPECT_USER_ERROR(expand("LSTM(%x, %w, %r) {hidden_size=12, input_forget=1}"),

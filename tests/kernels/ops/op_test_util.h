@@ -25,6 +25,7 @@ inline constexpr vm::DType kF32 = vm::DType::kFloat32;
 inline constexpr vm::DType kF64 = vm::DType::kFloat64;
 inline constexpr vm::DType kI32 = vm::DType::kInt32;
 inline constexpr vm::DType kI64 = vm::DType::kInt64;
+inline constexpr vm::DType kU8 = vm::DType::kUInt8;
 inline constexpr vm::DType kBool = vm::DType::kBool;
 
 inline std::vector<arith::Expr> dims(const std::vector<int64_t>& shape) {
@@ -74,6 +75,8 @@ inline double at(const vm::Tensor& t, int64_t i) {
       return t.data_as<int32_t>()[i];
     case kI64:
       return static_cast<double>(t.data_as<int64_t>()[i]);
+    case kU8:
+      return t.data_as<uint8_t>()[i];
     case kBool: {
       uint8_t b = t.data_as<uint8_t>()[i];
       return b <= 1 ? b : std::nan("");
@@ -110,6 +113,10 @@ inline vm::Tensor random_tensor(const vm::Shape& shape, vm::DType dtype, std::mt
       case kI64:
         t.data_as<int64_t>()[i] = std::uniform_int_distribution<int64_t>(
             static_cast<int64_t>(lo), static_cast<int64_t>(hi))(rng);
+        break;
+      case kU8:
+        t.data_as<uint8_t>()[i] = static_cast<uint8_t>(std::uniform_int_distribution<int64_t>(
+            static_cast<int64_t>(lo), static_cast<int64_t>(hi))(rng));
         break;
       case kBool:
         t.data_as<uint8_t>()[i] = static_cast<uint8_t>(rng() & 1);

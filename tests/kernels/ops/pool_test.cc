@@ -1,7 +1,7 @@
 // max / average / global pools compiled for the host, against plain double loops: 1-D and
 // 2-D, symbolic N/H/W (one kernel at several sizes) and static shapes, strides, asymmetric
-// pads, dilation (max), count_include_pad on and off (average). Rejections of ceil_mode and
-// bad attributes.
+// pads, dilation (max), count_include_pad on and off (average). Rejections of bad
+// attributes. 3-D windows, ceil_mode and uint8: pool_nd_test.cc.
 #include "kernels/ops/pool.h"
 
 #include <algorithm>
@@ -179,9 +179,8 @@ TEST(Pools, GlobalPools) {
   }
 }
 
-TEST(PoolBuilders, RejectCeilModeAndBadAttributes) {
+TEST(PoolBuilders, RejectBadAttributes) {
   TensorType x{kF32, {kN, 3, kH, kW}};
-  EXPECT_USER_ERROR(max_pool(x, {{3, 3}, {}, {}, {}, false, true}), "ceil_mode is not supported");
   EXPECT_USER_ERROR(max_pool(x, {{3}, {}, {}, {}, false, false}), "kernel_shape has 1 values");
   EXPECT_USER_ERROR(average_pool(x, {{3, 3}, {}, {}, {2, 2}, false, false}),
                     "dilations are not supported");
