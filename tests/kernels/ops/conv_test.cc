@@ -349,7 +349,7 @@ TEST(ConvBuilders, RejectSymbolicChannelsAndBadAttributes) {
   EXPECT_USER_ERROR(conv({kF32, dims({1, 3, 2, 2})}, w, std::nullopt), "window larger than input");
   EXPECT_USER_ERROR(conv({kF32, {kN, 3, kH, kW}}, w, std::nullopt, {{}, {}, {}, 1, {1, 1}}),
                     "output_padding is for conv_transpose");
-  EXPECT_USER_ERROR(conv({kI32, {kN, 3, kH, kW}}, w, std::nullopt), "must be f32 or f64");
+  EXPECT_USER_ERROR(conv({kI64, {kN, 3, kH, kW}}, w, std::nullopt), "must be f32 or f64");
   EXPECT_USER_ERROR(conv_transpose({kF32, {kN, 3, kH, kW}}, {kF32, dims({3, 2, 3, 3})},
                                    std::nullopt, {{2, 2}, {}, {}, 1, {2, 0}}),
                     "output_padding must be below the stride");
