@@ -47,15 +47,24 @@ KernelBinding bind_topk(const BindContext& ctx) {
   const bool largest = attr_int(ctx.attrs(), "largest", 1, ctx.where()) != 0;
   const Type& x = ctx.input(0).type;
   std::string key;
-  std::vector<arith::Expr> shape = output_shape(ctx, 0, &key);
-  for (size_t d = 0; d < shape.size() && d < x->dims.size(); ++d) {
+  const std::vector<arith::Expr> out = output_shape(ctx, 0, &key);
+  // Dims the output shares with x are x's as the kernel sees them (an expression dim of x
+  // is a symbol bound from the argument there), so that both name one extent.
+  std::vector<bool> shared(out.size(), false);
+  for (size_t d = 0; d < out.size() && d < x->dims.size(); ++d) {
     const Dim& in = x->dims[d];
-    if (!in.is_any() && in.same_as(ctx.outputs()[0]->dims[d])) shape[d] = in.expr();
+    shared[d] = !in.is_any() && in.same_as(ctx.outputs()[0]->dims[d]);
   }
   return kernel_binding(
       ctx, "TopK",
       str_cat("axis=", axis, ";largest=", largest, ";to=", to_string(ctx.outputs()[0])), {0},
-      [=](const auto& t) { return ops::topk(t[0], axis, largest, shape); });
+      [=](const auto& t) {
+        std::vector<arith::Expr> shape = out;
+        for (size_t d = 0; d < shape.size(); ++d) {
+          if (shared[d]) shape[d] = t[0].shape[d];
+        }
+        return ops::topk(t[0], axis, largest, shape);
+      });
 }
 
 // OneHot: the depth is the output's extent along the axis, bound from the output argument.

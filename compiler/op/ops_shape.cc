@@ -385,7 +385,9 @@ std::vector<Dim> reshape_at_run_time(OpContext& ctx, const std::vector<Dim>& in,
   std::vector<Dim> out;
   arith::Expr product = 1;
   for (const arith::Expr& e : entries) {
-    Dim d = ctx.simplify(arith::select(arith::eq(e, -1), arith::floordiv(numel, known), e));
+    // max(known, 1): never a division by zero on the host; the check above names the node.
+    Dim d = ctx.simplify(
+        arith::select(arith::eq(e, -1), arith::floordiv(numel, arith::max(known, 1)), e));
     out.push_back(d);
     product = product * d.expr();
   }

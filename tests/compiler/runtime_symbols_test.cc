@@ -52,6 +52,19 @@ TEST(RuntimeSymbols, ReshapeToATargetReadAtRunTime) {
   EXPECT_USER_ERROR(m.run(two), "%y = Reshape: the shape has more than one -1");
   std::vector<vm::Value> negative{iota(6), i64s({-2, -3}, {2})};
   EXPECT_USER_ERROR(m.run(negative), "%y = Reshape:");
+  // A 0 entry beside a -1 (the -1's quotient is never computed by dividing by 0).
+  std::vector<vm::Value> zero{iota(6), i64s({-1, 0}, {2})};
+  EXPECT_USER_ERROR(m.run(zero), "%y = Reshape: cannot infer a -1 entry next to a 0 entry");
+}
+
+TEST(RuntimeSymbols, ReshapeOfAnEmptyTensorToARunTimeTarget) {
+  // h[mask] as exported: [k, 4] reshaped to [k, -1]; with k == 0 the -1 is not used.
+  vm::VirtualMachine m = machine_for(R"(fn @main(%x: f32[k, 4], %s: i64[2]) {
+  %y = Reshape(%x, %s)
+  return %y
+})");
+  std::vector<vm::Value> in{vm::Tensor::empty({0, 4}, vm::DType::kFloat32), i64s({0, 4}, {2})};
+  EXPECT_EQ(m.run(in).at(0).as_tensor().shape(), (vm::Shape{0, 4}));
 }
 
 TEST(RuntimeSymbols, RangeOfRunTimeBoundsEitherDirectionAndEmpty) {
@@ -227,6 +240,24 @@ TEST(RuntimeSymbols, ReductionsOverAxesReadAtRunTime) {
   EXPECT_EQ(out[1].as_tensor().data_as<float>()[1], 4.0f);
   std::vector<vm::Value> bad{iota(6).reshape_view({2, 3}), i64s({2}, {1})};
   EXPECT_USER_ERROR(m.run(bad), "%s = ReduceSum: axis 0 (a[0]) is out of range for rank 2");
+}
+
+// TopK over rows whose width is an expression (b * t after Flatten): the output shares that
+// dim with the input, and the kernel binds both from one argument.
+TEST(RuntimeSymbols, TopKKeepsAnExpressionDimOfItsInput) {
+  vm::VirtualMachine m = machine_for(R"(fn @main(%x: f32[n, b, t], %k: i64[1]) {
+  %f = Flatten(%x) {axis=1}
+  %t = TopK(%f, %k) {axis=0, largest=1, num_outputs=2}
+  return %t.1
+})");
+  // x[i] = i flattened to [3, 4]: each column's largest rows are 2, 1, 0.
+  vm::Tensor x = vm::Tensor::empty({3, 2, 2}, vm::DType::kFloat32);
+  for (int64_t i = 0; i < 12; ++i) x.data_as<float>()[i] = static_cast<float>(i);
+  std::vector<vm::Value> in{x, i64s({2}, {1})};
+  vm::Tensor rows = m.run(in).at(0).as_tensor();
+  ASSERT_EQ(rows.shape(), (vm::Shape{2, 4}));
+  EXPECT_EQ(std::vector<int64_t>(rows.data_as<int64_t>(), rows.data_as<int64_t>() + 8),
+            (std::vector<int64_t>{2, 2, 2, 2, 1, 1, 1, 1}));
 }
 
 TEST(RuntimeSymbols, TopKWithKReadAtRunTime) {
