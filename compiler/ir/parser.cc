@@ -427,6 +427,11 @@ class Parser {
       return make_if(cond, then_branch, block());
     }
     if (word == "loop") return loop();
+    // A namespaced operator: dynvm.Refine.
+    while (pos_ + 1 < text_.size() && text_[pos_] == '.' && ident_start(text_[pos_ + 1])) {
+      ++pos_;
+      word += "." + ident();
+    }
     expect("(");
     std::vector<Expr> operands = args(")");
     return make_call(word, std::move(operands), attrs());

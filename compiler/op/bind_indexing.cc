@@ -194,6 +194,15 @@ void register_indexing_bindings() {
   register_binding("ScatterElements",
                    [](const BindContext& ctx) { return bind_scatter(ctx, false); });
   register_binding("ScatterND", [](const BindContext& ctx) { return bind_scatter(ctx, true); });
+  register_binding("dynvm.IndicesOutOfRange", [](const BindContext& ctx) {
+    const int64_t axis = attr_int(ctx.attrs(), "axis", 0, ctx.where());
+    const bool nd = attr_int(ctx.attrs(), "nd", 0, ctx.where()) != 0;
+    return kernel_binding(
+        ctx, "IndicesOutOfRange", str_cat("axis=", axis, nd ? ",nd" : ""), {0, 1},
+        [=](const auto& t) { return ops::count_out_of_range(t[0], t[1], axis, nd); });
+  });
+  register_binding("dynvm.CheckIndices",
+                   [](const BindContext&) { return view_binding(LoweringKind::kAlias); });
   register_binding("dynvm.CountNonZero", [](const BindContext& ctx) {
     return kernel_binding(ctx, "CountNonZero", "", {0},
                           [](const auto& t) { return ops::count_nonzero(t[0]); });

@@ -3,6 +3,9 @@
 // GridSample: output dims as arith expressions of the input dims (DepthToSpace's C / b^2,
 // H * b) or of input values (TopK's k, OneHot's depth; the counts the importer binds next
 // to the data-sized ops, dynvm.CountNonZero and its kin).
+#include <algorithm>
+#include <limits>
+
 #include "compiler/op/families.h"
 #include "vm/error.h"
 
@@ -219,9 +222,100 @@ Facts unique_op(OpContext& ctx) {
           tensor_facts(vm::DType::kInt64, {n}), tensor_facts(vm::DType::kInt64, {count})};
 }
 
+// The data dims an index of dynvm.IndicesOutOfRange / dynvm.CheckIndices(indices, data, ..)
+// addresses: data's `axis`, or with `nd` data's dims axis .. axis + k - 1 for the positions
+// of indices' last dim (k). Empty when indices and data do not fit: the indexing op's own
+// rule then says why, naming the node.
+std::vector<Dim> addressed_dims(OpContext& ctx, size_t indices, size_t data) {
+  const std::vector<Dim>& d = ctx.dims(data);
+  const std::vector<Dim>& i = ctx.dims(indices);
+  const auto rank = static_cast<int64_t>(d.size());
+  int64_t first = ctx.attr_int("axis", 0);
+  if (ctx.attr_int("nd", 0) == 0) {
+    if (first < 0) first += rank;
+    if (first < 0 || first >= rank) return {};
+    return {d[static_cast<size_t>(first)]};
+  }
+  if (i.empty() || !i.back().is_const() || i.back().value() < 1 || first < 0 ||
+      first + i.back().value() > rank) {
+    return {};
+  }
+  return {d.begin() + first, d.begin() + first + i.back().value()};
+}
+
+// dynvm.IndicesOutOfRange(data, indices): how many indices are outside [-n, n) of the data
+// dim each addresses (attrs axis, nd as for CheckIndices); an i64 scalar.
+Facts indices_out_of_range_op(OpContext& ctx) {
+  if (ctx.dtype(1) != vm::DType::kInt64 && ctx.dtype(1) != vm::DType::kInt32) {
+    ctx.fail("indices must be int64 or int32");
+  }
+  return {tensor_facts(vm::DType::kInt64, {})};
+}
+
+// dynvm.CheckIndices(indices, data, count?): indices, once every one is known to be inside
+// [-n, n) of the data dim it addresses; else the run fails naming the node (attr `node`),
+// as ONNX Runtime does. Indices whose values inference knows (constants, shape arithmetic)
+// are checked element by element, at compile time where it can decide; the others by
+// `count`, their dynvm.IndicesOutOfRange, which the VM reads. Lowered as an alias.
+Facts check_indices_op(OpContext& ctx) {
+  const ValueFacts& in = ctx.input(0);
+  const std::vector<Dim> n = addressed_dims(ctx, 0, 1);
+  ValueFacts out = tensor_facts(ctx.dtype(0), ctx.dims(0), in.value);
+  if (n.empty() || std::any_of(n.begin(), n.end(), [](const Dim& d) { return d.is_any(); })) {
+    return {out};
+  }
+  const std::string node = ctx.attr_string("node", "dynvm.CheckIndices");
+  const int64_t axis = ctx.attr_int("axis", 0);
+  const std::string which =
+      ctx.attr_int("nd", 0) != 0
+          ? str_cat("data's dims ", axis, "..", axis + static_cast<int64_t>(n.size()) - 1)
+          : str_cat("axis ", axis, " of data (size ", to_string(n[0]), ")");
+  auto in_range = [&](const arith::Expr& v, const Dim& extent) {
+    return arith::logical_and(arith::ge(v, arith::Expr(0) - extent.expr()),
+                              arith::lt(v, extent.expr()));
+  };
+  bool known = in.value.has_value();
+  for (const Dim& v : known ? *in.value : std::vector<Dim>{}) known = known && !v.is_any();
+  if (in.constant.defined() && in.constant.device() == vm::kCpu) {
+    // A constant (of any size): its least and greatest index per addressed dim.
+    std::vector<int64_t> lo(n.size(), std::numeric_limits<int64_t>::max());
+    std::vector<int64_t> hi(n.size(), std::numeric_limits<int64_t>::min());
+    const vm::Tensor& c = in.constant;
+    for (int64_t e = 0; e < c.numel(); ++e) {
+      const int64_t v = c.dtype() == vm::DType::kInt64 ? c.data_as<int64_t>()[e]
+                                                       : int64_t{c.data_as<int32_t>()[e]};
+      const size_t j = static_cast<size_t>(e) % n.size();
+      lo[j] = std::min(lo[j], v);
+      hi[j] = std::max(hi[j], v);
+    }
+    for (size_t j = 0; j < n.size() && c.numel() > 0; ++j) {
+      for (int64_t v : {lo[j], hi[j]}) {
+        ctx.require_for(node, in_range(arith::Expr(v), n[j]), "index ", v, " is out of range for ",
+                        which);
+      }
+    }
+  } else if (known) {
+    for (size_t e = 0; e < in.value->size(); ++e) {
+      ctx.require_for(node, in_range((*in.value)[e].expr(), n[e % n.size()]), "index ",
+                      to_string((*in.value)[e]), " is out of range for ", which);
+    }
+  } else {
+    std::optional<std::vector<Dim>> count = ctx.has_input(2) ? ctx.values(2) : std::nullopt;
+    if (!count || count->size() != 1 || (*count)[0].is_any()) {
+      ctx.fail("needs its count of bad indices as input 2");
+    }
+    ctx.require_for(node, arith::eq((*count)[0].expr(), arith::Expr(0)),
+                    "an index is out of range for ", which);
+  }
+  return {out};
+}
+
 }  // namespace
 
 void register_indexing_ops() {
+  register_op(
+      {"dynvm.IndicesOutOfRange", ShapeRule::kFromInputDims, 2, 2, indices_out_of_range_op});
+  register_op({"dynvm.CheckIndices", ShapeRule::kFromInputValues, 2, 3, check_indices_op});
   register_op({"dynvm.UniqueCount", ShapeRule::kFromInputDims, 1, 1, count_nonzero_op});
   register_op({"Unique", ShapeRule::kFromInputValues, 2, 2, unique_op});
   register_op({"dynvm.NonMaxSuppressionCount", ShapeRule::kFromInputDims, 2, 5, nms_count_op});

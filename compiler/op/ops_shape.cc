@@ -148,6 +148,12 @@ Facts concat_op(OpContext& ctx) {
   for (size_t i = 1; i < ctx.num_inputs(); ++i) {
     if (ctx.rank(i) != rank) ctx.fail("input ", i, " has rank ", ctx.rank(i), ", expected ", rank);
     if (ctx.dtype(i) != ctx.dtype(0)) ctx.fail("input ", i, " has another dtype");
+    for (size_t d = 0; d < rank; ++d) {
+      const Dim &x = ctx.dims(0)[d], &y = ctx.dims(i)[d];
+      if (d == axis || x.is_any() || y.is_any() || x.same_as(y)) continue;
+      ctx.require(arith::eq(x.expr(), y.expr()), "dim ", d, " of input ", i, " (", to_string(y),
+                  ") differs from input 0's (", to_string(x), ")");
+    }
     out[axis] = ctx.add(out[axis], ctx.dims(i)[axis]);
     values = values && ctx.input(i).value.has_value();
   }

@@ -45,7 +45,7 @@ struct RunCheck {
 };
 
 enum class ShapeRule : uint8_t {
-  kFromInputDims,    // output dims are expressions of input dims
+  kFromInputDims,  // output dims are expressions of input dims
   // They need input values (Reshape's shape, Range, ConstantOfShape). A size only the data
   // decides (NonZero's, Compress's) is one too: a count op the importer binds beside it.
   kFromInputValues,
@@ -89,6 +89,10 @@ class OpContext {
   // with `message` naming the node). Provably true: nothing; provably false: fails now.
   template <typename... Args>
   void require(const arith::Expr& condition, Args&&... message);
+  // The same, the message naming `who` instead of the binding (an op the importer bound
+  // beside a node names that node).
+  template <typename... Args>
+  void require_for(const std::string& who, const arith::Expr& condition, Args&&... message);
   std::vector<RunCheck> take_checks() { return std::move(checks_); }
   // Who makes run-time symbols for values(): type inference (registry.h's users without
   // one get nullopt).
@@ -147,8 +151,14 @@ void OpContext::fail(Args&&... args) const {
 
 template <typename... Args>
 void OpContext::require(const arith::Expr& condition, Args&&... message) {
+  require_for(where_, condition, std::forward<Args>(message)...);
+}
+
+template <typename... Args>
+void OpContext::require_for(const std::string& who, const arith::Expr& condition,
+                            Args&&... message) {
   if (provable(condition)) return;
-  std::string text = str_cat(where_, ": ", std::forward<Args>(message)...);
+  std::string text = str_cat(who, ": ", std::forward<Args>(message)...);
   if (provable(arith::make_not(condition))) user_error(text);
   checks_.push_back({condition, std::move(text)});
 }

@@ -6,6 +6,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "compiler/ir/fresh_copy.h"
 #include "compiler/ir/functor.h"
 #include "compiler/ir/printer.h"
 #include "compiler/op/ops_sequence.h"
@@ -35,6 +36,14 @@ Info tuple_info(std::vector<Info> fields) {
 
 // A run-time error in place of a value (lowered to Fatal with its `message`).
 constexpr const char* kUnreachable = "dynvm.Unreachable";
+
+// An If whose branches' types have no join (ranks or dtypes differ) and whose condition
+// the dims do not decide: caught where the If is bound, whose continuation then moves into
+// the branches (TypeInferencer::visit_let).
+class BranchesDiffer : public UserError {
+ public:
+  using UserError::UserError;
+};
 
 int64_t integer_element(const vm::Tensor& t, int64_t i) {
   switch (t.dtype()) {
@@ -442,15 +451,23 @@ class TypeInferencer : public ExprMutator {
     // input sizes, e.g. Silero's 8 kHz path fed 512-sample chunks) cannot run for them
     // either: it becomes a run-time error, reported if that branch is ever taken, and the
     // compile goes on with the other branch's type.
+    // (Unless a branch holds an If that only its enclosing continuation can resolve:
+    // visit_let tries that first.)
     std::optional<std::string> then_error, else_error;
     std::pair<Expr, Info> then_typed, else_typed;
     try {
       then_typed = typed_expr(e->operands[1]);
+    } catch (const BranchesDiffer& error) {
+      if (split_continuations_) throw;
+      then_error = error.what();
     } catch (const UserError& error) {
       then_error = error.what();
     }
     try {
       else_typed = typed_expr(e->operands[2]);
+    } catch (const BranchesDiffer& error) {
+      if (split_continuations_) throw;
+      else_error = error.what();
     } catch (const UserError& error) {
       else_error = error.what();
     }
@@ -474,13 +491,86 @@ class TypeInferencer : public ExprMutator {
     }
     auto& [te, ti] = then_typed;
     auto& [ee, ei] = else_typed;
-    Info joined = join_info(
-        ti, ei,
-        where +
-            ": the branches' types differ and the condition depends on run-time values or on "
-            "dims whose declared ranges do not decide it (bound them with --dim)");
+    Info joined;
+    try {
+      joined =
+          join_info(ti, ei,
+                    where +
+                        ": the branches' types differ and the condition depends on run-time "
+                        "values or on dims whose declared ranges do not decide it (bound them with "
+                        "--dim)");
+    } catch (const UserError& error) {
+      throw BranchesDiffer(error.what());
+    }
     return {make_if(ce, te, ee, joined.type()), joined};
   }
+
+  // A let chain. A binding `%v = if c {A} else {B}` whose branches' types have no join
+  // (a rank that depends on a dim: `if n == 1 then squeeze`) is typed as
+  //
+  //   if c { %v = A; <the rest of the chain> } else { %v' = B; <a fresh copy of the rest> }
+  //
+  // so that each copy of the continuation is typed with its branch's type; where the copies
+  // reach types that join again (the model's outputs, a later reduction), the code after
+  // that point is duplicated, not different. Nested Ifs split inside their own chain first;
+  // one that cannot be resolved there moves up to the binding of the If around it. If no
+  // split resolves it, the binding is typed as before: a branch that cannot be typed becomes
+  // a run-time error (if_expr), or the join's error is reported.
+  Expr visit_let(const Expr& e) override {
+    std::vector<Binding> done;
+    Expr cur = e;
+    for (; cur.kind() == ExprKind::kLet; cur = cur->operands[2]) {
+      const Expr& var = cur->operands[0];
+      const Expr& value = cur->operands[1];
+      if (value.kind() != ExprKind::kIf || is_dispatch(value)) {
+        done.push_back(rewrite_binding(var, value));
+        continue;
+      }
+      try {
+        done.push_back(rewrite_binding(var, value));
+        continue;
+      } catch (const BranchesDiffer&) {
+        // split below, outside the handler
+      }
+      const bool saved = split_continuations_;
+      try {
+        split_continuations_ = true;
+        Expr typed = mutate(split_continuation(var, value, cur->operands[2]));
+        split_continuations_ = saved;
+        return make_let_chain(done, typed);
+      } catch (const BranchesDiffer&) {
+        // typed alone below
+      }
+      // Not resolved by splitting here: the binding typed alone, as if_expr does it.
+      split_continuations_ = false;
+      try {
+        done.push_back(rewrite_binding(var, value));
+      } catch (...) {
+        split_continuations_ = saved;
+        throw;
+      }
+      split_continuations_ = saved;
+    }
+    Expr body = mutate(cur);  // its info is the chain's
+    return make_let_chain(done, body);
+  }
+
+  // if c { <A's bindings>; %v = <A's result>; rest } else { the same with B and a fresh
+  // copy of rest, %v renamed }.
+  static Expr split_continuation(const Expr& var, const Expr& if_value, const Expr& rest) {
+    auto branch = [](const Expr& v, const Expr& taken, const Expr& continuation) {
+      LetChain chain = flatten_lets(taken);
+      chain.bindings.push_back({v, chain.body});
+      return make_let_chain(chain.bindings, continuation);
+    };
+    Expr other = make_var(var->name);
+    return make_if(if_value->operands[0], branch(var, if_value->operands[1], rest),
+                   branch(other, if_value->operands[2], fresh_copy(rest, {{var->var_id, other}})));
+  }
+
+  // Whether an If whose branches do not join may move its continuation into them
+  // (visit_let); off while a binding is typed the old way after that failed.
+  bool split_continuations_ = true;
 
   // A call of dynvm.Unreachable not yet typed: version_entry's final else.
   static bool untyped_error(const Expr& e) {

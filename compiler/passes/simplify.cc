@@ -110,7 +110,8 @@ bool is_identity_perm(const std::vector<int64_t>& perm) {
 // definitions serve every function, If branch and Loop body.
 class Simplifier : public ExprMutator {
  public:
-  Simplifier(const TypedModule& typed, SimplifyStats& stats) : facts_(typed.facts), stats_(stats) {
+  Simplifier(const TypedModule& typed, SimplifyStats& stats)
+      : facts_(typed.facts), checks_(typed.checks), stats_(stats) {
     for (const DimSymbol& d : typed.module.dims) analyzer_.bind(d.var, d.min, d.max);
   }
 
@@ -167,6 +168,9 @@ class Simplifier : public ExprMutator {
   // variable.
   Binding rewrite_binding(const Expr& var, const Expr& original) override {
     Expr value = mutate(original);
+    if (value.kind() == ExprKind::kCall && value->name == "dynvm.CheckIndices") {
+      value = checked_indices(var, value);
+    }
     if (value.kind() == ExprKind::kVar) {
       replaced_[var->var_id] = value;
     } else if (value.kind() == ExprKind::kCall) {
@@ -178,6 +182,24 @@ class Simplifier : public ExprMutator {
       if (f != facts_.end()) f->second.constant = value->value;
     }
     return {retyped(var), value};
+  }
+
+  // dynvm.CheckIndices bound to `var`: its indices when inference proved them in range (no
+  // run-time check left); without its count when it checks known values instead.
+  Expr checked_indices(const Expr& var, const Expr& call) {
+    if (checks_.count(var->var_id) == 0) {
+      ++stats_.identities;
+      return call->operands[0];
+    }
+    const Expr& indices = call->operands[0];
+    if (call->operands.size() < 3 || indices.kind() != ExprKind::kVar) return call;
+    auto it = facts_.find(indices->var_id);
+    if (it == facts_.end() || !it->second.value) return call;
+    for (const Dim& d : *it->second.value) {
+      if (d.is_any()) return call;
+    }
+    ++stats_.arithmetic;
+    return with_type(make_call(call->name, {indices, call->operands[1]}, call->attrs), call.type());
   }
 
   // ---- dims ----
@@ -446,6 +468,7 @@ class Simplifier : public ExprMutator {
 
   arith::Analyzer analyzer_;
   std::unordered_map<uint64_t, ValueFacts> facts_;
+  const std::unordered_map<uint64_t, std::vector<RunCheck>>& checks_;
   SimplifyStats& stats_;
   std::unordered_map<uint64_t, Expr> replaced_;  // bypassed variable -> its replacement
   std::unordered_map<uint64_t, Expr> defined_;   // let variable -> its (rewritten) call

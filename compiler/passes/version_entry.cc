@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "compiler/ir/functor.h"
+#include "compiler/ir/fresh_copy.h"
 #include "vm/error.h"
 
 namespace dynvm::compiler {
@@ -24,43 +24,6 @@ bool mentions(const Type& t, arith::VarId dim) {
   return std::any_of(t->dims.begin(), t->dims.end(),
                      [&](const Dim& d) { return !d.is_any() && arith::uses_var(d.expr(), dim); });
 }
-
-// A copy of an expression with every variable it binds made fresh (so that two copies can
-// live in one function: inference and lowering key facts and registers by variable) and
-// the free variables in `renamed` replaced. Nodes that bind nothing and read no renamed
-// variable stay shared (constants: the executable stores each once).
-class FreshCopy : public ExprMutator {
- public:
-  explicit FreshCopy(std::unordered_map<uint64_t, Expr> renamed) : renamed_(std::move(renamed)) {}
-
-  // A Loop body: its parameters are binders too.
-  std::shared_ptr<const Function> mutate_function(
-      const std::shared_ptr<const Function>& f) override {
-    auto g = std::make_shared<Function>(*f);
-    for (Expr& p : g->params) p = fresh(p);
-    g->body = mutate(f->body);
-    return g;
-  }
-
- protected:
-  Expr visit_var(const Expr& e) override {
-    auto it = renamed_.find(e->var_id);
-    return it == renamed_.end() ? e : it->second;
-  }
-  Binding rewrite_binding(const Expr& var, const Expr& value) override {
-    Expr v = mutate(value);
-    return {fresh(var), v};
-  }
-
- private:
-  Expr fresh(const Expr& var) {
-    Expr v = make_var(var->name, var.type());
-    renamed_[var->var_id] = v;
-    return v;
-  }
-
-  std::unordered_map<uint64_t, Expr> renamed_;
-};
 
 std::string join_values(const std::vector<int64_t>& values) {
   std::string out;
@@ -134,7 +97,7 @@ PassResult version_entry(const TypedModule& in, const std::string& dim,
       refines.emplace_back(refined, make_call("dynvm.Refine", {p}, {{"dim", dim}, {"value", v}}));
       renamed[p->var_id] = refined;
     }
-    Expr body = FreshCopy(std::move(renamed)).mutate(entry->body);
+    Expr body = fresh_copy(entry->body, std::move(renamed));
     for (auto it = refines.rbegin(); it != refines.rend(); ++it)
       body = make_let(it->first, it->second, body);
     chain = make_if(conditions[k].first, body, chain);

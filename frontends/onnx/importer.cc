@@ -339,6 +339,7 @@ class GraphImporter {
             depth, compiler::make_call("Cast", {form.inputs[1]}, {{"to", int64_t{7}}}));  // INT64
         form.inputs[1] = depth;
       }
+      if (indexes_data(form.op) && form.inputs.size() >= 2) check_indices(form, n, where, b);
       if (form.op == "NonZero" || form.op == "Compress") {
         // The data decides the output's extent: counted first, as a value of its own
         // (dynvm.CountNonZero), so that the op's type has it as a run-time symbol.
@@ -381,6 +382,36 @@ class GraphImporter {
       }
     }
     bind_outputs(n, value, b, where);
+  }
+
+  // Ops whose input 1 indexes input 0 (data): an index out of range fails the run naming
+  // the node, as in ONNX Runtime (compiler/op: dynvm.CheckIndices), instead of the kernels'
+  // clamp.
+  static bool indexes_data(const std::string& op) {
+    return op == "Gather" || op == "GatherElements" || op == "GatherND" ||
+           op == "ScatterElements" || op == "ScatterND";
+  }
+
+  // The node's indices replaced by dynvm.CheckIndices of them; indices only the run time
+  // knows are counted by dynvm.IndicesOutOfRange first (constants are checked at compile
+  // time).
+  void check_indices(NodeForm& form, const onnx::NodeProto& n, const std::string& where, Block& b) {
+    const bool nd = form.op == "GatherND" || form.op == "ScatterND";
+    compiler::Attrs attrs{{"nd", int64_t{nd ? 1 : 0}}};
+    const char* axis_attr = nd ? "batch_dims" : "axis";
+    auto axis = form.attrs.find(axis_attr);
+    attrs["axis"] = axis != form.attrs.end() ? axis->second : compiler::AttrValue(int64_t{0});
+    std::vector<Expr> operands{form.inputs[1], form.inputs[0]};
+    if (!known(form.inputs[1])) {
+      Expr count = compiler::make_var(n.output(0) + "/bad_indices");
+      b.bindings.emplace_back(count, compiler::make_call("dynvm.IndicesOutOfRange",
+                                                         {form.inputs[0], form.inputs[1]}, attrs));
+      operands.push_back(count);
+    }
+    attrs["node"] = where;
+    Expr checked = compiler::make_var(n.output(0) + "/indices");
+    b.bindings.emplace_back(checked, compiler::make_call("dynvm.CheckIndices", operands, attrs));
+    form.inputs[1] = checked;
   }
 
   // A call whose value is a tuple of its outputs: it has several, or it is an operator

@@ -10,6 +10,8 @@
 namespace dynvm::ops {
 namespace {
 
+const tir::DataType kI64{vm::DType::kInt64, 1};
+
 void check_types(const char* op, const TensorType& data, const TensorType& indices, size_t axis) {
   if (indices.dtype != vm::DType::kInt32 && indices.dtype != vm::DType::kInt64) {
     user_error(op, ": indices must be int32 or int64, got ", dtype_suffix(indices.dtype));
@@ -129,6 +131,61 @@ OpInstance gather_nd(const TensorType& data, const TensorType& indices, int64_t 
   });
   return injective_op("gather_nd_" + dtype_suffix(data.dtype) + "_" + dtype_suffix(indices.dtype),
                       {x, idx}, out);
+}
+
+OpInstance count_out_of_range(const TensorType& data, const TensorType& indices, int64_t axis,
+                              bool nd) {
+  const size_t r = data.shape.size(), q = indices.shape.size();
+  if (r < 1) user_error("count_out_of_range: data must have rank >= 1");
+  if (indices.dtype != vm::DType::kInt32 && indices.dtype != vm::DType::kInt64) {
+    user_error("count_out_of_range: indices must be int32 or int64, got ",
+               dtype_suffix(indices.dtype));
+  }
+  const size_t first =
+      nd ? static_cast<size_t>(axis) : normalize_axis("count_out_of_range", axis, r);
+  size_t k = 1;  // how many data dims an index row addresses
+  if (nd) {
+    if (q < 1 || !indices.shape[q - 1].is_int_imm() || axis < 0) {
+      user_error("count_out_of_range: nd indices need a constant last dim and batch_dims >= 0");
+    }
+    k = static_cast<size_t>(indices.shape[q - 1].int_value());
+    if (first + k > r) user_error("count_out_of_range: indices address dims past data's rank");
+  }
+  te::TensorRef x = te::placeholder("data", data.shape, data.dtype);
+  te::TensorRef idx = te::placeholder("indices", indices.shape, indices.dtype);
+  te::TensorRef out = te::compute("N", {}, [&](const te::Indices&) {
+    std::vector<te::IterVar> axes;
+    std::vector<arith::Expr> at;
+    for (size_t d = 0; d < q; ++d) {
+      axes.push_back(te::reduce_axis(indices.shape[d], "r" + std::to_string(d)));
+      at.push_back(axes.back().var);
+    }
+    // A scalar index is one element: a reduction of extent 1 that reads it.
+    if (q == 0) axes.push_back(te::reduce_axis(arith::Expr(1), "r"));
+    // The extent the element addresses: data's dim first + j, j its place in the last dim.
+    arith::Expr n = data.shape[first + k - 1];
+    for (size_t j = k - 1; j-- > 0;) {
+      n = arith::select(arith::eq(at.back(), arith::make_int(static_cast<int64_t>(j))),
+                        data.shape[first + j], n);
+    }
+    tir::Expr v = tir::cast(kI64, te::read(idx, at));
+    tir::Expr outside =
+        tir::logical_or(tir::compare(tir::CompareOp::kLt, v, tir::index_value(arith::Expr(0) - n)),
+                        tir::compare(tir::CompareOp::kGe, v, tir::index_value(n)));
+    return te::sum(tir::select(outside, tir::make_const_int(kI64, 1), tir::make_const_int(kI64, 0)),
+                   axes);
+  });
+  OpInstance op;
+  op.name = "count_out_of_range_" + dtype_suffix(indices.dtype);
+  op.inputs = {x, idx};
+  op.outputs = {out};
+  op.knobs = reduction_knobs({});
+  op.schedule = [out](const KnobValues&) {
+    te::Schedule s = te::create_schedule({out});
+    schedule_reduction(s, out, false);
+    return s;
+  };
+  return op;
 }
 
 OpInstance reverse_sequence(const TensorType& x, const TensorType& sequence_lens, int64_t time_axis,

@@ -4,13 +4,12 @@
 // the injective template (schedules.h): knobs `vector_width` and `parallel`.
 //
 // Out-of-range indices: a negative index first wraps by adding the axis extent (ONNX);
-// what is still outside [0, extent) is CLAMPED into it, so a bad index reads the first or
-// last element of the axis instead of out of bounds. ONNX Runtime reports an error; the
-// kernel ABI has no error path from inside a kernel body (kernels/codegen reports only
-// argument and workspace errors), and a per-element check would cost a branch per load.
-// The one case clamping cannot cover is an empty gathered axis with a non-empty output:
-// a static empty axis is a UserError; a symbolic one that is 0 at run time must not be
-// given indices (ONNX calls every such index invalid).
+// what is still outside [0, extent) is CLAMPED into it, so that a kernel never reads out of
+// bounds. Reporting them is not the kernels' job: the importer binds count_out_of_range
+// (below) beside every Gather / Scatter whose indices only the run time knows, and the VM
+// fails the run naming the node when the count is not 0 (compiler/op: dynvm.CheckIndices);
+// constant indices are checked at compile time. The clamp stays for the ops the compiler
+// builds itself, whose indices are in range by construction.
 #pragma once
 
 #include "kernels/ops/op.h"
@@ -30,6 +29,14 @@ OpInstance gather_elements(const TensorType& data, const TensorType& indices, in
 // batch_dims + k - 1; the output is indices.shape[:-1] + data.shape[batch_dims + k:]. The
 // first batch_dims dims of data and indices must be equal.
 OpInstance gather_nd(const TensorType& data, const TensorType& indices, int64_t batch_dims = 0);
+
+// How many elements of `indices` are outside [-n, n), n the extent of the data dim they
+// address: data's `axis` (Gather, GatherElements, ScatterElements), or with `nd` (GatherND,
+// ScatterND) data's dim axis + j for an element at position j of indices' last dim (axis is
+// then batch_dims). An i64 scalar; data's dims are read, never its elements. Reduction
+// template.
+OpInstance count_out_of_range(const TensorType& data, const TensorType& indices, int64_t axis,
+                              bool nd);
 
 // ONNX ReverseSequence: for each batch b (along batch_axis), the first sequence_lens[b]
 // elements along time_axis reversed, the rest copied. sequence_lens is int32 or int64, one

@@ -73,6 +73,8 @@ std::vector<te::IterVar> reduce_axes_for(const TensorType& x, const ReduceGeomet
   for (size_t d = 0; d < x.shape.size(); ++d) {
     if (g.reduced[d]) axes.push_back(te::reduce_axis(x.shape[d], "r" + std::to_string(d)));
   }
+  // Nothing to reduce (a scalar): a reduction over one element, which reads it once.
+  if (axes.empty()) axes.push_back(te::reduce_axis(arith::make_int(1), "r"));
   return axes;
 }
 
@@ -146,6 +148,7 @@ OpInstance reduce_to(ReduceKind kind, const TensorType& x,
       r.push_back(te::reduce_axis(extents[d], "k" + std::to_string(d)));
       idx.push_back(i[d] + r.back().var);
     }
+    if (r.empty()) r.push_back(te::reduce_axis(arith::make_int(1), "k"));  // a scalar
     Expr v = te::read(in, idx);
     switch (kind) {
       case ReduceKind::kSum:

@@ -115,9 +115,18 @@ OpInstance concat(const std::vector<TensorType>& xs, int64_t axis) {
     }
     for (size_t d = 0; d < rank; ++d) {
       if (d == a || analyzer.provably_equal(t.shape[d], first.shape[d])) continue;
-      user_error("concat: dim ", d, " of input ", k, " (", arith::to_string(t.shape[d]),
-                 ") does not match input 0's (", arith::to_string(first.shape[d]), ")");
+      if (t.shape[d].is_int_imm() && first.shape[d].is_int_imm()) {
+        user_error("concat: dim ", d, " of input ", k, " (", arith::to_string(t.shape[d]),
+                   ") does not match input 0's (", arith::to_string(first.shape[d]), ")");
+      }
     }
+  }
+  // Dims off the axis that only the run time can compare (two unrelated symbols) are
+  // input 0's in every input: the kernel's argument check fails a call where they differ.
+  std::vector<std::vector<Expr>> arg_shapes;
+  for (const TensorType& t : xs) {
+    arg_shapes.push_back(first.shape);
+    arg_shapes.back()[a] = t.shape[a];
   }
   // offsets[k]: where input k starts along the axis.
   std::vector<Expr> offsets = {arith::make_int(0)};
@@ -129,7 +138,7 @@ OpInstance concat(const std::vector<TensorType>& xs, int64_t axis) {
 
   std::vector<te::TensorRef> inputs;
   for (size_t k = 0; k < xs.size(); ++k) {
-    inputs.push_back(te::placeholder("X" + std::to_string(k), xs[k].shape, xs[k].dtype));
+    inputs.push_back(te::placeholder("X" + std::to_string(k), arg_shapes[k], xs[k].dtype));
   }
   te::TensorRef out = te::compute("Y", shape, [&](const te::Indices& i) {
     // The read of input k at its clamped position: in range wherever the select evaluates

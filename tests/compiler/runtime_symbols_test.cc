@@ -448,5 +448,90 @@ TEST(RuntimeSymbols, IfBranchesOfDifferentShapesJoinAtRunTime) {
   }
 }
 
+TEST(RuntimeSymbols, IfBranchesOfDifferentRanksTakeTheirContinuation) {
+  // `if last dim == 1 then squeeze it`: the branches' ranks differ and n decides which runs,
+  // so the code after the If is typed once per branch (infer_types' split continuation),
+  // up to where the types join again (the function's result).
+  vm::VirtualMachine m = machine_for(R"ir(fn @main(%x: f32[2, n]) {
+  %s = Shape(%x)
+  %last = Gather(%s, const(i64[], [1])) {axis=0}
+  %one = Equal(%last, const(i64[], [1]))
+  %r = if %one {
+    return Squeeze(%x, const(i64[1], [1]))
+  } else {
+    return %x
+  }
+  %rows = ReduceMax(%r, const(i64[1], [0])) {keepdims=0}
+  %y = ReduceSum(%rows) {keepdims=0}
+  return %y
+})ir");
+  for (int64_t n : {1, 3}) {
+    std::vector<vm::Value> in{iota(2 * n).reshape_view({2, n})};
+    vm::Tensor y = m.run(in).at(0).as_tensor();
+    ASSERT_EQ(y.shape(), vm::Shape{});
+    // n == 1: x squeezed to [0, 1], its max 1; n == 3: the columns' maxima 3 + 4 + 5.
+    EXPECT_EQ(y.data_as<float>()[0], n == 1 ? 1.0f : 12.0f) << n;
+  }
+}
+
+TEST(RuntimeSymbols, IndicesOutOfRangeFailNamingTheNode) {
+  // What the importer binds before a Gather whose indices only the run time knows.
+  vm::VirtualMachine m = machine_for(R"ir(fn @main(%x: f32[3, k], %i: i64[n]) {
+  %bad = dynvm.IndicesOutOfRange(%x, %i) {axis=1, nd=0}
+  %j = dynvm.CheckIndices(%i, %x, %bad) {axis=1, nd=0, node="node 'g' (Gather)"}
+  %y = Gather(%x, %j) {axis=1}
+  return %y
+})ir");
+  vm::Tensor x = iota(12).reshape_view({3, 4});
+  std::vector<vm::Value> ok{x, i64s({3, -4, -1, 0}, {4})};
+  vm::Tensor y = m.run(ok).at(0).as_tensor();
+  ASSERT_EQ(y.shape(), (vm::Shape{3, 4}));
+  const float want[] = {3, 0, 3, 0, 7, 4, 7, 4, 11, 8, 11, 8};
+  for (int64_t e = 0; e < 12; ++e) EXPECT_EQ(y.data_as<float>()[e], want[e]) << e;
+  for (int64_t bad : {4, -5}) {
+    std::vector<vm::Value> in{x, i64s({0, bad}, {2})};
+    EXPECT_USER_ERROR(m.run(in), "node 'g' (Gather): an index is out of range for axis 1 of data");
+  }
+  std::vector<vm::Value> none{x, i64s({}, {0})};  // no indices: nothing to check
+  EXPECT_EQ(m.run(none).at(0).as_tensor().shape(), (vm::Shape{3, 0}));
+}
+
+TEST(RuntimeSymbols, NdIndicesAreCheckedAgainstTheDimEachAddresses) {
+  vm::VirtualMachine m = machine_for(R"ir(fn @main(%x: f32[2, 3], %i: i64[n, 2]) {
+  %bad = dynvm.IndicesOutOfRange(%x, %i) {axis=0, nd=1}
+  %j = dynvm.CheckIndices(%i, %x, %bad) {axis=0, nd=1, node="node 'nd' (GatherND)"}
+  %y = GatherND(%x, %j)
+  return %y
+})ir");
+  vm::Tensor x = iota(6).reshape_view({2, 3});
+  std::vector<vm::Value> ok{x, i64s({1, 2, -2, -3}, {2, 2})};
+  vm::Tensor y = m.run(ok).at(0).as_tensor();
+  ASSERT_EQ(y.shape(), (vm::Shape{2}));
+  EXPECT_EQ(y.data_as<float>()[0], 5.0f);
+  EXPECT_EQ(y.data_as<float>()[1], 0.0f);
+  // 2 is in range for the second dim (3) but not for the first (2).
+  std::vector<vm::Value> bad{x, i64s({0, 0, 2, 0}, {2, 2})};
+  EXPECT_USER_ERROR(m.run(bad), "node 'nd' (GatherND): an index is out of range for data's dims");
+}
+
+TEST(RuntimeSymbols, ConstantIndicesAreCheckedWhenCompiled) {
+  // A static axis decides now; a symbolic one leaves a check on the dim for the run.
+  EXPECT_USER_ERROR(machine_for(R"ir(fn @main(%x: f32[3, 4]) {
+  %j = dynvm.CheckIndices(const(i64[2], [1, 4]), %x) {axis=1, nd=0, node="node 'c' (Gather)"}
+  %y = Gather(%x, %j) {axis=1}
+  return %y
+})ir"),
+                    "node 'c' (Gather): index 4 is out of range for axis 1 of data (size 4)");
+  vm::VirtualMachine m = machine_for(R"ir(fn @main(%x: f32[3, k]) {
+  %j = dynvm.CheckIndices(const(i64[2], [1, -3]), %x) {axis=1, nd=0, node="node 'c' (Gather)"}
+  %y = Gather(%x, %j) {axis=1}
+  return %y
+})ir");
+  std::vector<vm::Value> wide{iota(12).reshape_view({3, 4})};
+  EXPECT_EQ(m.run(wide).at(0).as_tensor().data_as<float>()[1], 1.0f);  // x[0, -3] = x[0, 1]
+  std::vector<vm::Value> narrow{iota(6).reshape_view({3, 2})};
+  EXPECT_USER_ERROR(m.run(narrow), "node 'c' (Gather): index -3 is out of range for axis 1");
+}
+
 }  // namespace
 }  // namespace dynvm::compiler

@@ -406,6 +406,45 @@ TEST(EndToEndRealModels, SileroVadStreamsBothRatesFromOneExecutable) {
   }
 }
 
+// With no flags: the chunk length and both batch dims symbolic. The 16 kHz branch's
+// `if last dim == 1` guard is decided at run time, each branch typed with the code after it
+// (infer_types' split continuation), and the state's batch dim is checked against the
+// input's where they meet.
+TEST(EndToEndRealModels, SileroVadStreamsWithNoFlags) {
+  vm::VirtualMachine machine(vm::Program::load(serializer::read_vmexe(
+      serializer::write_vmexe(compile_onnx(real_model("silero_vad_v5.onnx"), BuildOptions{})))));
+  stream_silero(machine, 0);  // 8 kHz, 256 samples
+  stream_silero(machine, 6);  // 16 kHz, 512 samples
+}
+
+// Indices only the run time knows are checked before they are used: one error naming the
+// node, as in ONNX Runtime (the importer binds dynvm.IndicesOutOfRange / CheckIndices).
+TEST(EndToEndOnnx, IndicesOutOfRangeFailNamingTheNode) {
+  vm::VirtualMachine machine(vm::Program::load(
+      compile_onnx(source("tests/frontends/fixtures/gather_indices.onnx"), BuildOptions{})));
+  auto f32s = [](int64_t rows, int64_t cols) {
+    vm::Tensor t = vm::Tensor::empty({rows, cols}, vm::DType::kFloat32);
+    for (int64_t e = 0; e < t.numel(); ++e) t.data_as<float>()[e] = static_cast<float>(e);
+    return t;
+  };
+  auto i64s = [](std::vector<int64_t> v, vm::Shape shape) {
+    return vm::Tensor::from_vector(v, std::move(shape), vm::DType::kInt64);
+  };
+  std::vector<vm::Value> ok{f32s(3, 2), i64s({1, -2}, {2}), i64s({2, 1, 0, -1}, {2, 2})};
+  std::vector<vm::Value> out = machine.run(ok);
+  // y = x[:, [1, 0]], z = [x[2, 1], x[0, 1]] for x = [[0, 1], [2, 3], [4, 5]].
+  const float want_y[] = {1, 0, 3, 2, 5, 4};
+  for (int64_t e = 0; e < 6; ++e) EXPECT_EQ(out.at(0).as_tensor().data_as<float>()[e], want_y[e]);
+  EXPECT_EQ(out.at(1).as_tensor().data_as<float>()[0], 5.0f);
+  EXPECT_EQ(out.at(1).as_tensor().data_as<float>()[1], 1.0f);
+  std::vector<vm::Value> bad_column{ok[0], i64s({2}, {1}), ok[2]};
+  EXPECT_USER_ERROR(machine.run(bad_column),
+                    "node 'pick_columns' (Gather, opset 13): an index is out of range for axis 1");
+  std::vector<vm::Value> bad_point{ok[0], ok[1], i64s({3, 0}, {1, 2})};
+  EXPECT_USER_ERROR(machine.run(bad_point),
+                    "node 'pick_points' (GatherND, opset 13): an index is out of range");
+}
+
 // ---- vmc's command line ----
 
 class Vmc : public ::testing::Test {

@@ -557,7 +557,9 @@ TEST(TransformBuilders, RejectBadAttributesWithOneClearMessage) {
   EXPECT_USER_ERROR(transpose(x, {0, 2}), "out of range");
   EXPECT_USER_ERROR(transpose(x, {0}), "perm has 1 entries");
   EXPECT_USER_ERROR(concat({x, x}, 2), "axis 2 is out of range for rank 2");
-  EXPECT_USER_ERROR(concat({x, {kF32, {k, n}}}, 1), "dim 0 of input 1");
+  // Two unrelated symbols off the axis are for the run time to compare: the kernel takes
+  // input 0's dims for every input, and its argument check refuses a call where they differ.
+  EXPECT_NO_THROW(concat({x, {kF32, {k, n}}}, 1));
   EXPECT_USER_ERROR(concat({{kF32, dims({3, 4})}, {kF32, dims({5, 5})}}, 0), "does not match");
   EXPECT_USER_ERROR(concat({x, {kI64, {m, n}}}, 0), "input 1 is i64");
   EXPECT_USER_ERROR(concat({x, {kF32, {m}}}, 0), "rank");
