@@ -45,7 +45,7 @@ Executable make_loop(bool with_kernel, bool with_dispatch) {
     exe.inputs.push_back(TensorSpec{"y", DType::kFloat32, {DimSpec{"n", 0, 0, INT64_MAX}}});
     exe.libraries.push_back(
         KernelLibrary{LibraryFormat::kSharedObject, "host", read_file(DYNVM_EMPTY_KERNELS)});
-    Kernel k{"empty", 0, 1, 1, {}};
+    Kernel k{"empty", 0, 1, 1, {}, ""};
     if (with_dispatch) {
       k.variants.push_back(
           KernelVariant{"empty_kernel_v16", {DimPredicate{0, 0, DimPredicateKind::kModEq, 16, 0}}});

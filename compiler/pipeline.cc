@@ -141,7 +141,9 @@ constexpr Step kSteps[] = {
      [](Compilation& c, const CompileOptions& o) {
        KernelStats s;
        generate_kernels(c.lowered, o.lower, &s);
-       return StepReport{s.kernels > 0, str_cat(s.kernels, " kernels, ", s.variants, " variants")};
+       if (o.kernel_requests != nullptr) *o.kernel_requests = c.lowered.kernels;
+       return StepReport{s.kernels > 0, str_cat(s.kernels, " kernels (", s.tuned, " tuned), ",
+                                                s.variants, " variants")};
      }},
 };
 constexpr const char* kFirstLoweringStep = "place_devices";

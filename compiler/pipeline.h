@@ -48,6 +48,9 @@ struct CompileOptions {
   // planning, kernel compilation progress.
   LowerOptions lower;
 
+  // When set, receives the kernels generate_kernels compiled (what vmtune tunes).
+  std::vector<KernelRequest>* kernel_requests = nullptr;
+
   // A step name (pipeline_step_names(), or "import" for the frontend's), or "all".
   std::string dump_after;
   bool time_passes = false;

@@ -13,8 +13,9 @@ PACKAGES=(
   libtbb-dev libdlpack-dev
   # serializer
   libcereal-dev
-  # tuner cost model (the CMake config points at /usr/bin/xgboost: install it too)
-  libxgboost-dev xgboost
+  # tuner cost model (the CMake config points at /usr/bin/xgboost: install it too) and its
+  # records (JSON lines)
+  libxgboost-dev xgboost nlohmann-json3-dev
   # ONNX frontend
   libonnx-dev libprotobuf-dev protobuf-compiler
   # tests and benchmarks

@@ -190,7 +190,7 @@ void decode_functions(std::span<const uint8_t> body, bool newer, vm::Executable&
   r.expect_end(newer);
 }
 
-void decode_kernels(std::span<const uint8_t> body, bool newer, vm::Executable& exe) {
+void decode_kernels(std::span<const uint8_t> body, uint16_t minor, vm::Executable& exe) {
   BoundedReader r(body, section_what(SectionId::kKernels));
   size_t n = r.count("kernels", 8 + 4 + 4 + 4 + 8);
   exe.kernels.resize(n);
@@ -217,7 +217,10 @@ void decode_kernels(std::span<const uint8_t> body, bool newer, vm::Executable& e
       }
     }
   }
-  r.expect_end(newer);
+  if (minor >= 4) {  // each kernel's schedule note (1.4), after the table
+    for (vm::Kernel& kernel : exe.kernels) kernel.schedule = r.string("kernel schedule");
+  }
+  r.expect_end(minor > kFormatMinor);
 }
 
 void decode_libraries(std::span<const uint8_t> body, bool newer, vm::Executable& exe) {
@@ -345,7 +348,7 @@ vm::Executable decode(std::span<const uint8_t> file, std::string_view source) {
   exe.entry = meta.entry;
   decode_strings(find_section(sections, SectionId::kStrings).body, newer, exe);
   decode_functions(find_section(sections, SectionId::kFunctions).body, newer, exe);
-  decode_kernels(find_section(sections, SectionId::kKernels).body, newer, exe);
+  decode_kernels(find_section(sections, SectionId::kKernels).body, h.minor, exe);
   decode_libraries(find_section(sections, SectionId::kLibraries).body, newer, exe);
   decode_signature(find_section(sections, SectionId::kSignature).body, h.minor, exe);
   decode_constants(find_section(sections, SectionId::kConstants).body, newer,

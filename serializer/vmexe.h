@@ -19,7 +19,8 @@ namespace dynvm::serializer {
 // A newer major is refused; an older minor of the same major loads, and so does a newer
 // minor (its unknown sections and trailing fields are skipped).
 inline constexpr uint16_t kFormatMajor = 1;
-inline constexpr uint16_t kFormatMinor = 3;  // 1.3: sequence and optional signatures
+// 1.3: sequence and optional signatures; 1.4: each kernel's schedule note (tuned knobs)
+inline constexpr uint16_t kFormatMinor = 4;
 
 struct WriteOptions {
   // Tests write older minors to check that they still load; must be <= kFormatMinor.

@@ -75,7 +75,7 @@ void write_functions(ByteWriter& w, const vm::Executable& exe) {
   }
 }
 
-void write_kernels(ByteWriter& w, const vm::Executable& exe) {
+void write_kernels(ByteWriter& w, const vm::Executable& exe, uint16_t minor) {
   w.u64(exe.kernels.size());
   for (const vm::Kernel& k : exe.kernels) {
     w.string(k.name);
@@ -94,6 +94,9 @@ void write_kernels(ByteWriter& w, const vm::Executable& exe) {
         w.i64(p.b);
       }
     }
+  }
+  if (minor >= 4) {
+    for (const vm::Kernel& k : exe.kernels) w.string(k.schedule);
   }
 }
 
@@ -220,7 +223,8 @@ std::vector<uint8_t> write_vmexe(const vm::Executable& exe, const WriteOptions& 
   append_section(file, SectionId::kMeta, [&](ByteWriter& w) { write_meta(w, exe, options.minor); });
   append_section(file, SectionId::kStrings, [&](ByteWriter& w) { write_strings(w, exe); });
   append_section(file, SectionId::kFunctions, [&](ByteWriter& w) { write_functions(w, exe); });
-  append_section(file, SectionId::kKernels, [&](ByteWriter& w) { write_kernels(w, exe); });
+  append_section(file, SectionId::kKernels,
+                 [&](ByteWriter& w) { write_kernels(w, exe, options.minor); });
   append_section(file, SectionId::kLibraries, [&](ByteWriter& w) { write_libraries(w, exe); });
   append_section(file, SectionId::kSignature,
                  [&](ByteWriter& w) { write_signature(w, exe, options.minor); });

@@ -89,6 +89,9 @@ struct Kernel {
   uint32_t num_inputs = 0;
   uint32_t num_outputs = 0;
   std::vector<KernelVariant> variants;
+  // How its schedule was chosen, for people (vmrun --info): "tuned: tile_m=8 tile_n=16"
+  // when vmc applied a tuning record; empty for the template's defaults. (Format 1.4.)
+  std::string schedule;
   bool operator==(const Kernel&) const = default;
 };
 

@@ -525,9 +525,15 @@ void VirtualMachine::invoke_kernel_profiled(const Instruction& ins, const Value*
   auto start = std::chrono::steady_clock::now();
   invoke_kernel(ins, r);
   auto elapsed = std::chrono::steady_clock::now() - start;
+  const CallTime call{1, std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()};
   KernelTime& t = profile_.kernels[static_cast<size_t>(ins.args[0])];
-  ++t.calls;
-  t.total_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count();
+  t.add(call);
+  ArgShapes shapes(kernel_args_.size());
+  for (size_t i = 0; i < kernel_args_.size(); ++i) {
+    const DLTensor& a = kernel_args_[i];
+    shapes[i].assign(a.shape, a.shape + a.ndim);
+  }
+  t.by_shape[std::move(shapes)].add(call);
 }
 
 }  // namespace dynvm::vm

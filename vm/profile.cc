@@ -28,8 +28,8 @@ int64_t Profile::kernel_ns() const {
 void Profile::merge(const Profile& other) {
   if (kernels.size() < other.kernels.size()) kernels.resize(other.kernels.size());
   for (size_t i = 0; i < other.kernels.size(); ++i) {
-    kernels[i].calls += other.kernels[i].calls;
-    kernels[i].total_ns += other.kernels[i].total_ns;
+    kernels[i].add(other.kernels[i]);
+    for (const auto& [shapes, t] : other.kernels[i].by_shape) kernels[i].by_shape[shapes].add(t);
   }
   runs += other.runs;
   run_ns += other.run_ns;

@@ -6,17 +6,34 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <map>
 #include <vector>
 
 #include "vm/executable.h"
 
 namespace dynvm::vm {
 
-// One kernel's calls. A call's time is its whole InvokeKernel instruction: argument
-// marshalling, variant dispatch and the kernel itself.
-struct KernelTime {
+// Calls and their time, for a kernel or for one argument shape of it.
+struct CallTime {
   int64_t calls = 0;
   int64_t total_ns = 0;
+  void add(const CallTime& other) {
+    calls += other.calls;
+    total_ns += other.total_ns;
+  }
+};
+
+// Every argument's shape of one kernel call, inputs then outputs.
+using ArgShapes = std::vector<std::vector<int64_t>>;
+
+// One kernel's calls. A call's time is its whole InvokeKernel instruction: argument
+// marshalling, variant dispatch and the kernel itself. `by_shape` splits them by the
+// arguments' shapes: what the tuner (kernels/tune) measures a kernel at, weighted by the
+// time the model spent there.
+struct KernelTime : CallTime {
+  KernelTime() = default;
+  KernelTime(int64_t calls, int64_t total_ns) : CallTime{calls, total_ns} {}
+  std::map<ArgShapes, CallTime> by_shape;
 };
 
 struct Profile {

@@ -1,12 +1,33 @@
 // Kernel specialization and compilation (see generate_kernels.h).
 #include "compiler/lower/generate_kernels.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 
 #include "vm/error.h"
 
 namespace dynvm::compiler {
+namespace {
+
+// The tuned knobs for `k`, when there are some that its template takes (a record made
+// for another version of the template is ignored).
+const ops::KnobValues* tuned_knobs(const KernelRequest& k, const LowerOptions& options) {
+  auto it = options.tuned_knobs.find(k.workload);
+  if (it == options.tuned_knobs.end()) return nullptr;
+  const std::vector<ops::KnobSpec> specs = k.build(k.arg_types).knobs;
+  for (const auto& [name, value] : it->second) {
+    auto spec = std::find_if(specs.begin(), specs.end(),
+                             [&](const ops::KnobSpec& s) { return s.name == name; });
+    if (spec == specs.end() || std::find(spec->candidates.begin(), spec->candidates.end(), value) ==
+                                   spec->candidates.end()) {
+      return nullptr;
+    }
+  }
+  return &it->second;
+}
+
+}  // namespace
 
 void generate_kernels(Lowered& lowered, const LowerOptions& options, KernelStats* stats) {
   KernelStats local;
@@ -24,9 +45,12 @@ void generate_kernels(Lowered& lowered, const LowerOptions& options, KernelStats
                " kernels needed; compile for the CPU)");
   }
   std::vector<dispatch::SpecializedOp> ops;
+  std::vector<const ops::KnobValues*> tuned;
   for (const KernelRequest& k : kernels) {
+    tuned.push_back(tuned_knobs(k, options));
     dispatch::SpecializeOptions so;
     so.residue_classes = options.residue_variants;
+    if (tuned.back() != nullptr) so.knobs = *tuned.back();
     // Static sizes apply to the dims this kernel's arguments have alone.
     for (const auto& shape : options.static_shapes) {
       std::map<std::string, int64_t> mine;
@@ -56,6 +80,10 @@ void generate_kernels(Lowered& lowered, const LowerOptions& options, KernelStats
         declared.num_outputs, " arguments and compiled with ", made.num_inputs, "+",
         made.num_outputs);
     s.variants += made.variants.size();
+    if (tuned[k] != nullptr) {
+      compiled.kernels[k].schedule = "tuned: " + ops::knobs_to_string(*tuned[k]);
+      ++s.tuned;
+    }
   }
   s.kernels = compiled.kernels.size();
   exe.libraries.push_back(std::move(compiled.library));

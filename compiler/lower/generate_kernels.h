@@ -13,6 +13,7 @@ namespace dynvm::compiler {
 struct KernelStats {
   size_t kernels = 0;
   size_t variants = 0;
+  size_t tuned = 0;  // kernels whose knobs came from LowerOptions::tuned_knobs
 };
 
 // UserError when the kernel device has no code generator (only the CPU has one).

@@ -446,6 +446,30 @@ class FunctionLowering : public ExprFunctor<Regs(const Expr&, const std::string&
     return invoke(b, inputs, {e.type()}, false, operand, where);
   }
 
+  // KernelRequest::workload: `key`, then each argument's dtype and dims, the symbolic ones
+  // named s0, s1, ... in order of first appearance.
+  static std::string workload_key(const std::string& key,
+                                  const std::vector<ops::TensorType>& args) {
+    std::string out = key;
+    std::map<std::string, std::string> renamed;
+    for (const ops::TensorType& t : args) {
+      out += "|" + ops::dtype_suffix(t.dtype) + "[";
+      for (size_t d = 0; d < t.shape.size(); ++d) {
+        if (d > 0) out += ",";
+        const arith::Expr& e = t.shape[d];
+        if (e.is_int_imm()) {
+          out += std::to_string(e.int_value());
+        } else {
+          auto [it, added] = renamed.emplace(arith::to_string(e), "");
+          if (added) it->second = "s" + std::to_string(renamed.size() - 1);
+          out += it->second;
+        }
+      }
+      out += "]";
+    }
+    return out;
+  }
+
   // A kernel binds each symbolic dim from an argument dim that is exactly that symbol
   // (kernels/codegen). Dims that are expressions of the model's dims (`(w + 1) floordiv 2`
   // after a strided conv) become fresh symbols, one per distinct expression, so the kernel
@@ -492,7 +516,7 @@ class FunctionLowering : public ExprFunctor<Regs(const Expr&, const std::string&
       else if (name.back() != '_')
         name += '_';
     }
-    kernels_->push_back({name, b.build, *arg_types});
+    kernels_->push_back({name, b.build, *arg_types, workload_key(b.key, *arg_types)});
     // Its entry in the kernel table: arity now (the verifier checks calls against it),
     // variants when generate_kernels compiles it.
     vm::Kernel declared;

@@ -47,6 +47,9 @@ struct LowerOptions {
   // Storage reuse by liveness and one arena per block for static sizes (plan_memory.h);
   // vmc --no-plan-memory turns it off, to measure what it saves.
   bool plan_memory = true;
+  // Schedule knobs per workload (KernelRequest::workload), from tuning records (vmc
+  // --tuning-log): every variant of such a kernel takes them; the others the defaults.
+  std::map<std::string, ops::KnobValues> tuned_knobs;
   // Kernel compilation progress: (done, total, what).
   std::function<void(size_t, size_t, const std::string&)> progress;
 };
@@ -56,6 +59,10 @@ struct KernelRequest {
   std::string name;
   dispatch::OpBuilder build;
   std::vector<ops::TensorType> arg_types;
+  // The workload: the binding's key (op and attributes) and the argument types with their
+  // symbolic dims renamed in order of appearance, so that the same kernel in another model,
+  // or compiled again, has the same key. What tuning records are looked up by.
+  std::string workload;
 };
 
 // The bytecode and what is still to generate. `exe.kernels[k]` is kernel k's name and

@@ -15,6 +15,14 @@ int64_t knob(const OpInstance& op, const KnobValues& knobs, const std::string& n
   user_error("operator ", op.name, " has no schedule knob '", name, "'");
 }
 
+std::string knobs_to_string(const KnobValues& knobs) {
+  std::string out;
+  for (const auto& [name, value] : knobs) {
+    out += (out.empty() ? "" : " ") + name + "=" + std::to_string(value);
+  }
+  return out;
+}
+
 tir::LoweredFunc lower_op(const OpInstance& op, const KnobValues& knobs, const std::string& symbol,
                           const LowerOpOptions& options) {
   for (const auto& [name, value] : knobs) knob(op, knobs, name);  // rejects unknown knobs

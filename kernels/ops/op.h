@@ -79,6 +79,9 @@ std::string dtype_suffix(vm::DType t);
 // axis in [-rank, rank) as an index in [0, rank); else a UserError naming `op`.
 size_t normalize_axis(const char* op, int64_t axis, size_t rank);
 
+// "tile_m=8 tile_n=16": knobs in name order, for logs, tables and vmrun --info.
+std::string knobs_to_string(const KnobValues& knobs);
+
 // The value of `name` in `knobs`, else the knob's default (UserError if no such knob).
 int64_t knob(const OpInstance& op, const KnobValues& knobs, const std::string& name);
 

@@ -135,9 +135,10 @@ vm::Executable rich_executable() {
                      {"add_relu_mod8", {{0, 1, DimPredicateKind::kModEq, 8, 0}}},
                      {"add_relu_range", {{0, 0, DimPredicateKind::kRange, 1, 64}}},
                      {"add_relu_any", {}},
-                 }},
+                 },
+                 ""},
       vm::Kernel{
-          "matmul", 1, 2, 1, {{"matmul_sm90", {{2, 0, DimPredicateKind::kRange, 1, kI64Max}}}}},
+          "matmul", 1, 2, 1, {{"matmul_sm90", {{2, 0, DimPredicateKind::kRange, 1, kI64Max}}}}, ""},
   };
   std::vector<uint8_t> elf = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0};
   for (int i = 0; i < 300; ++i) elf.push_back(static_cast<uint8_t>(i * 13));

@@ -179,6 +179,19 @@ TEST(VmexeVersions, SequenceAndOptionalFormsRoundTripFromOneThree) {
   for (const vm::TensorSpec& s : tensors.inputs) EXPECT_EQ(s.form, vm::ValueForm::kTensor);
 }
 
+// 1.4: each kernel's schedule note (vmrun --info says which kernels were tuned).
+TEST(VmexeVersions, KernelScheduleNotesRoundTripFromOneFour) {
+  vm::Executable exe = rich_executable();
+  ASSERT_FALSE(exe.kernels.empty());
+  exe.kernels[0].schedule = "tuned: tile_m=8 tile_n=16";
+  vm::Executable back = read_vmexe(write_vmexe(exe));
+  EXPECT_EQ(back.kernels[0].schedule, "tuned: tile_m=8 tile_n=16");
+  expect_same(exe, back);
+  // 1.3 files have no notes: they load with empty ones.
+  vm::Executable old = read_vmexe(write_vmexe(exe, WriteOptions{.minor = 3}));
+  EXPECT_EQ(old.kernels[0].schedule, "");
+}
+
 TEST(VmexeVersions, NewerMajorIsRefusedNamingBothVersions) {
   std::vector<uint8_t> bytes = write_vmexe(rich_executable());
   put_le(bytes, kMajorOffset, 2, 2);

@@ -295,7 +295,7 @@ TEST(Disassembler, PrintsUnverifiedExecutablesWithoutTrustingThem) {
   exe.entry = 7;
   exe.inputs.push_back(TensorSpec{"x", static_cast<DType>(99), {DimSpec{"", -3}}});
   DimPredicate bad_condition{9, 9, static_cast<DimPredicateKind>(7), 0, 0};
-  exe.kernels.push_back(Kernel{"k", 5, 1, 1, {KernelVariant{"v", {bad_condition}}}});
+  exe.kernels.push_back(Kernel{"k", 5, 1, 1, {KernelVariant{"v", {bad_condition}}}, ""});
   exe.functions.push_back(Function{
       "f",
       0,

@@ -67,6 +67,27 @@ TEST(Profile, VmCountsCallsPerKernelExactly) {
             vm.profile().kernels[kAdd].total_ns + vm.profile().kernels[kNothing].total_ns);
 }
 
+TEST(Profile, CallsAreSplitByTheirArgumentShapes) {
+  // What vmtune tunes each kernel at: the shapes it was called with, and the time there.
+  auto program = add_twice_program();
+  VirtualMachine vm(program);
+  vm.set_profiling(true);
+  for (int i = 0; i < 3; ++i) vm.run(inputs(100));
+  vm.run(inputs(7));
+  const KernelTime& add = vm.profile().kernels[kAdd];
+  ASSERT_EQ(add.by_shape.size(), 2u);
+  // add(x, y) -> out: three arguments of one shape each.
+  const ArgShapes big{{100}, {100}, {100}}, small{{7}, {7}, {7}};
+  ASSERT_EQ(add.by_shape.count(big), 1u);
+  EXPECT_EQ(add.by_shape.at(big).calls, 6);
+  EXPECT_EQ(add.by_shape.at(small).calls, 2);
+  EXPECT_EQ(add.by_shape.at(big).total_ns + add.by_shape.at(small).total_ns, add.total_ns);
+  Profile merged;
+  merged.merge(vm.profile());
+  merged.merge(vm.profile());
+  EXPECT_EQ(merged.kernels[kAdd].by_shape.at(small).calls, 4);
+}
+
 TEST(Profile, OffByDefaultAndOffMeansNothingMeasured) {
   auto program = add_twice_program();
   VirtualMachine vm(program);

@@ -28,7 +28,7 @@ Executable valid() {
   e.strings.push_back("a message");
   e.constants.push_back(Tensor::from_vector<float>({1, 2}, {2}, DType::kFloat32));
   e.libraries.push_back(KernelLibrary{LibraryFormat::kSharedObject, "host", {1, 2, 3}});
-  e.kernels.push_back(Kernel{"add", 0, 2, 1, {KernelVariant{"add_f32", {}}}});
+  e.kernels.push_back(Kernel{"add", 0, 2, 1, {KernelVariant{"add_f32", {}}}, ""});
   return e;
 }
 

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "kernels/tune/records.h"
 #include "serializer/vmexe.h"
 #include "tools/tool_main.h"
 #include "tools/vmc/vmc_options.h"
@@ -60,6 +61,13 @@ int run(int argc, const char* const* argv) {
   };
   o.compile.lower.producer = "vmc 0.1 from " + std::filesystem::path(o.model).filename().string();
   auto start = std::chrono::steady_clock::now();
+  if (!o.tuning_log.empty()) {
+    if (!std::filesystem::exists(o.tuning_log)) user_error("cannot open ", o.tuning_log);
+    const std::string target = o.compile.lower.target.description();
+    for (auto& [workload, record] : tune::best_records(tune::read_records(o.tuning_log), target)) {
+      o.compile.lower.tuned_knobs[workload] = record.knobs;
+    }
+  }
   // The first step, reported as the compiler reports its own.
   compiler::Module module = frontends::onnx_import::import_onnx_file(o.model, o.import);
   double import_ms =
@@ -83,9 +91,13 @@ int run(int argc, const char* const* argv) {
   if (!o.quiet) {
     size_t variants = 0;
     for (const auto& k : exe.kernels) variants += k.variants.size();
-    std::fprintf(stderr, "vmc: wrote %s (%zu kernels, %zu variants, %zu instructions) in %.1f s\n",
-                 o.output.c_str(), exe.kernels.size(), variants,
-                 exe.functions.empty() ? size_t{0} : exe.functions[0].code.size(), s);
+    size_t tuned = 0;
+    for (const auto& k : exe.kernels) tuned += k.schedule.empty() ? 0 : 1;
+    std::fprintf(
+        stderr,
+        "vmc: wrote %s (%zu kernels, %zu tuned, %zu variants, %zu instructions) in %.1f s\n",
+        o.output.c_str(), exe.kernels.size(), tuned, variants,
+        exe.functions.empty() ? size_t{0} : exe.functions[0].code.size(), s);
   }
   return 0;
 }

@@ -61,6 +61,9 @@ options:
   --static NAME=SHAPE    compile input NAME for exactly SHAPE (e.g. x=1x3x48x320): a
                          fully static executable, for comparison with the dynamic one
   --specialize NAME=V    also generate kernel variants for dim NAME == V (repeatable)
+  --tuning-log FILE      apply the best tuning record (vmtune) of each kernel measured
+                         on this machine's kind of CPU; kernels without one keep their
+                         template's default schedule
   --no-fuse              compile every operator as its own kernel (to measure fusion)
   --no-plan-memory       allocate every kernel output on its own (to measure planning)
   --dump-ir after:STEP   print the IR after a step (the graph, the placement or the
@@ -90,6 +93,8 @@ Options parse_options(int argc, const char* const* argv) {
       o.quiet = true;
     } else if (a == "-o" || a == "--output") {
       o.output = value(i, a);
+    } else if (a == "--tuning-log") {
+      o.tuning_log = value(i, a);
     } else if (a == "--no-fuse") {
       o.compile.fuse = false;
     } else if (a == "--no-plan-memory") {

@@ -15,6 +15,7 @@ std::vector<std::string> step_names();
 struct Options {
   std::string model;
   std::string output;                            // default: the model's path with .vmexe
+  std::string tuning_log;                        // --tuning-log: vmtune's records
   frontends::onnx_import::ImportOptions import;  // --dim ranges and aliases
   compiler::CompileOptions compile;
   bool help = false;

@@ -139,7 +139,8 @@ inline vm::Executable executable_for(const vm::KernelLibrary& lib,
                       0,
                       static_cast<uint32_t>(f.num_inputs),
                       static_cast<uint32_t>(nargs - f.num_inputs),
-                      {{f.name, {}}}};
+                      {{f.name, {}}},
+                      ""};
     exe.kernels.push_back(kernel);
     std::vector<int64_t> args{static_cast<int64_t>(k), static_cast<int64_t>(f.num_inputs)};
     for (uint32_t r = 0; r < nargs; ++r) args.push_back(r);

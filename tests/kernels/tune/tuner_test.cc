@@ -1,0 +1,235 @@
+// The tuner's machinery: the knob space, the records file, the measuring protocol, and
+// measurement in a child process (the real vmtune binary as the worker, VMTUNE_PATH) with
+// its isolation: a worker that hangs or crashes costs the candidate it was running, not
+// the tuner. Nothing here asserts a time.
+#include "kernels/tune/tuner.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+
+#include "kernels/ops/matmul.h"
+#include "kernels/tune/knob_space.h"
+#include "kernels/tune/measure.h"
+#include "kernels/tune/measure_protocol.h"
+#include "kernels/tune/records.h"
+#include "tests/support/expect_user_error.h"
+
+namespace dynvm::tune {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<ops::KnobSpec> three_knobs() {
+  return {{"a", {1, 2, 4}, 2}, {"b", {0, 1}, 0}, {"c", {8}, 8}};
+}
+
+TEST(KnobSpace, IndicesAndConfigurationsCorrespond) {
+  KnobSpace space(three_knobs());
+  ASSERT_EQ(space.size(), 6u);
+  std::set<ops::KnobValues> seen;
+  for (uint64_t i = 0; i < space.size(); ++i) {
+    ops::KnobValues v = space.at(i);
+    EXPECT_EQ(space.index_of(v), i);
+    seen.insert(v);
+  }
+  EXPECT_EQ(seen.size(), 6u);
+  EXPECT_EQ(space.at(space.default_index()), (ops::KnobValues{{"a", 2}, {"b", 0}, {"c", 8}}));
+  EXPECT_USER_ERROR(space.index_of({{"a", 3}}), "knob a=3 is not one of its values");
+}
+
+TEST(KnobSpace, ANeighbourDiffersInExactlyOneKnob) {
+  KnobSpace space(three_knobs());
+  std::mt19937_64 rng(3);
+  for (int k = 0; k < 100; ++k) {
+    const uint64_t i = space.random(rng);
+    const uint64_t j = space.neighbour(i, rng);
+    ASSERT_NE(i, j);
+    int differ = 0;
+    for (const auto& [name, value] : space.at(i)) differ += space.at(j).at(name) != value;
+    EXPECT_EQ(differ, 1);
+  }
+  KnobSpace fixed({{"c", {8}, 8}});
+  EXPECT_EQ(fixed.neighbour(0, rng), 0u);
+}
+
+TuningRecord sample_record(double cost, const std::string& error = "") {
+  TuningRecord r;
+  r.workload = "MatMul|f32[s0,64]|f32[64,32]";
+  r.kernel = "k0_MatMul";
+  r.target = "x86_64 test";
+  r.knobs = {{"tile_m", 8}, {"parallel", 1}};
+  r.sizes = {{{{4, 64}, {64, 32}, {4, 32}}, 0.25, cost * 2},
+             {{{16, 64}, {64, 32}, {16, 32}}, 0.75, cost}};
+  r.cost_ns = cost;
+  r.error = error;
+  return r;
+}
+
+class RecordsFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = (fs::temp_directory_path() /
+             ("dynvm_records_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+              "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".jsonl"))
+                .string();
+    fs::remove(path_);
+  }
+  void TearDown() override { fs::remove(path_); }
+  std::string path_;
+};
+
+TEST_F(RecordsFile, RoundTripAndBestPerWorkload) {
+  append_record(path_, sample_record(300));
+  append_record(path_,
+                sample_record(100, "wrong result: element 3 is 1, the default schedule's 2"));
+  append_record(path_, sample_record(200));
+  TuningRecord other = sample_record(50);
+  other.target = "another machine";
+  append_record(path_, other);
+  std::vector<TuningRecord> back = read_records(path_);
+  ASSERT_EQ(back.size(), 4u);
+  EXPECT_EQ(to_json_line(back[0]), to_json_line(sample_record(300)));
+  EXPECT_EQ(back[1].error, "wrong result: element 3 is 1, the default schedule's 2");
+  EXPECT_EQ(back[0].sizes[1].args[2], (std::vector<int64_t>{16, 32}));
+  // The failed candidate and the other machine's record never win.
+  auto best = best_records(back, "x86_64 test");
+  ASSERT_EQ(best.size(), 1u);
+  EXPECT_EQ(best.begin()->second.cost_ns, 200);
+  EXPECT_EQ(best_records(back).begin()->second.cost_ns, 50);  // any target
+}
+
+TEST_F(RecordsFile, ACutShortLastLineIsSkippedAndOtherDamageNamed) {
+  EXPECT_TRUE(read_records(path_).empty());  // no file yet: nothing to resume
+  append_record(path_, sample_record(300));
+  const std::string line = to_json_line(sample_record(100));
+  {
+    std::ofstream out(path_, std::ios::app);
+    out << line.substr(0, line.size() / 2);  // a run killed while writing
+  }
+  ASSERT_EQ(read_records(path_).size(), 1u);
+  {
+    std::ofstream out(path_, std::ios::app);
+    out << "\n{\"version\": 1}\n";
+  }
+  EXPECT_USER_ERROR(read_records(path_), path_ + ":2: not a tuning record");
+  EXPECT_USER_ERROR(parse_record(R"({"version":99,"workload":"x"})"),
+                    "tuning record version 99 (this dynvm reads version 1)");
+}
+
+TEST(MeasureProtocol, RequestsAndResultsRoundTrip) {
+  MeasureRequest r;
+  r.threads = 2;
+  r.min_time_ms = 5;
+  r.symbols = {"ref", "c0", "c1"};
+  r.arg_dtypes = {vm::DType::kFloat32, vm::DType::kInt64, vm::DType::kFloat32};
+  r.num_inputs = 2;
+  r.sizes = {{{2, 3}, {}, {2, 3}}, {{0, 3}, {}, {0, 3}}};
+  r.jobs = {{1, 0}, {2, 0}, {1, 1}};
+  MeasureRequest back = parse_request(format_request(r));
+  EXPECT_EQ(back.threads, 2);
+  EXPECT_EQ(back.symbols, r.symbols);
+  EXPECT_EQ(back.arg_dtypes, r.arg_dtypes);
+  EXPECT_EQ(back.num_inputs, 2u);
+  EXPECT_EQ(back.sizes, r.sizes);
+  EXPECT_EQ(back.jobs, r.jobs);
+  EXPECT_USER_ERROR(parse_request("dynvm-measure 2"), "unknown version");
+
+  MeasureResult ok{2, 1, 1234.5, ""}, bad{1, 0, 0, "wrong result:\nline two"}, parsed;
+  ASSERT_TRUE(parse_result(format_result(ok), &parsed));
+  EXPECT_EQ(parsed.symbol, 2u);
+  EXPECT_EQ(parsed.ns, 1234.5);
+  ASSERT_TRUE(parse_result(format_result(bad), &parsed));
+  EXPECT_EQ(parsed.error, "wrong result: line two");
+  EXPECT_FALSE(parse_result("hello", &parsed));
+}
+
+// A static matmul [8, 16] x [16, 8] as the compiler would ask for it.
+Workload small_matmul() {
+  Workload w;
+  w.key = "test matmul";
+  w.name = "matmul";
+  const ops::TensorType a{vm::DType::kFloat32, {arith::make_int(8), arith::make_int(16)}};
+  const ops::TensorType b{vm::DType::kFloat32, {arith::make_int(16), arith::make_int(8)}};
+  w.arg_types = {a, b};
+  w.build = [](const std::vector<ops::TensorType>& in) { return ops::matmul(in[0], in[1]); };
+  w.sizes = {{{{8, 16}, {16, 8}, {8, 8}}, 1.0}};
+  return w;
+}
+
+MeasureOptions worker_options() {
+  MeasureOptions o;
+  o.worker_command = {VMTUNE_PATH, "--measure-worker"};
+  o.min_time_ms = 1;
+  o.timeout_s = 60;
+  return o;
+}
+
+TEST(Measure, CandidatesAreCheckedAndTimedInAChildProcess) {
+  Workload w = small_matmul();
+  KnobSpace space(w.build(w.arg_types).knobs);
+  std::vector<ops::KnobValues> candidates{
+      space.at(0), space.at(space.size() - 1), {{"no_such_knob", 1}}};
+  std::vector<Measurement> m = measure(w, candidates, worker_options());
+  ASSERT_EQ(m.size(), 3u);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_TRUE(m[i].ok()) << m[i].error;
+    ASSERT_EQ(m[i].ns.size(), 1u);
+    EXPECT_GT(m[i].ns[0], 0);
+    EXPECT_EQ(m[i].cost_ns, m[i].ns[0]);
+  }
+  EXPECT_NE(m[2].error.find("does not lower"), std::string::npos) << m[2].error;
+}
+
+TEST(Measure, AHangingOrCrashingWorkerCostsItsCandidate) {
+  Workload w = small_matmul();
+  MeasureOptions hang = worker_options();
+  hang.worker_command = {"/bin/sh", "-c", "sleep 30", "sh"};
+  hang.timeout_s = 0.5;
+  std::vector<Measurement> m = measure(w, {{}, {}}, hang);
+  for (const Measurement& one : m) EXPECT_EQ(one.error, "timed out after 0.5 s");
+  MeasureOptions crash = worker_options();
+  crash.worker_command = {"/bin/sh", "-c", "kill -SEGV $$", "sh"};
+  m = measure(w, {{}}, crash);
+  EXPECT_NE(m[0].error.find("crashed (Segmentation fault"), std::string::npos) << m[0].error;
+}
+
+TEST(Tuner, RecordsAreWrittenAndAResumedRunMeasuresNothingTwice) {
+  const std::string path = (fs::temp_directory_path() / "dynvm_tuner_resume.jsonl").string();
+  fs::remove(path);
+  Workload w = small_matmul();
+  TuneOptions o;
+  o.trials = 6;
+  o.batch = 3;
+  o.measure = worker_options();
+  o.records_path = path;
+  TuneResult first;
+  {
+    Tuner tuner(o);
+    first = tuner.tune(w);
+  }
+  EXPECT_EQ(first.trials, 6);
+  EXPECT_GT(first.default_ns, 0);  // the default schedule is always measured
+  EXPECT_GT(first.best_ns, 0);
+  EXPECT_LE(first.best_ns, first.default_ns);
+  ASSERT_EQ(first.best_so_far.size(), 6u);
+  for (size_t i = 1; i < first.best_so_far.size(); ++i) {
+    EXPECT_LE(first.best_so_far[i], first.best_so_far[i - 1]);
+  }
+  std::vector<TuningRecord> written = read_records(path);
+  ASSERT_EQ(written.size(), 6u);
+  EXPECT_EQ(written[0].workload, "test matmul");
+  // The same budget again: everything is resumed from the file, nothing measured.
+  Tuner again(o, written);
+  TuneResult second = again.tune(w);
+  EXPECT_EQ(second.trials, 6);
+  EXPECT_EQ(read_records(path).size(), 6u);
+  EXPECT_EQ(second.best, best_records(written).at("test matmul").knobs);
+  fs::remove(path);
+}
+
+}  // namespace
+}  // namespace dynvm::tune

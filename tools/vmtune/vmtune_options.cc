@@ -1,0 +1,116 @@
+#include "tools/vmtune/vmtune_options.h"
+
+#include <charconv>
+
+#include "vm/error.h"
+
+namespace dynvm::vmtune {
+namespace {
+
+template <typename T>
+T parse_number(const std::string& s, const std::string& flag, T lo, T hi) {
+  T v{};
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < lo || v > hi) {
+    throw UsageError(str_cat(flag, ": '", s, "' is not a number in ", lo, "..", hi));
+  }
+  return v;
+}
+
+}  // namespace
+
+std::string usage_text() {
+  return R"(usage: vmtune MODEL.onnx [-o RECORDS.jsonl] [options] [vmc options]
+
+Tunes the schedules of a model's kernels on this machine: runs the model at a few input
+sizes to find its kernels, the sizes they run at and where the time goes, then measures
+schedule candidates for each kernel, chosen by an XGBoost cost model trained on the
+measurements so far. Records are appended to RECORDS.jsonl as they are measured, so an
+interrupted run resumes where it stopped; `vmc MODEL.onnx --tuning-log RECORDS.jsonl`
+applies the best of them.
+
+options:
+  -o, --output FILE     tuning records (default: MODEL.tune.jsonl)
+  --sizes SPEC          input sizes to run the model at, e.g. 'x=1x3x48x{100,320,960}'
+                        (inputs separated by ';', each {..} group multiplies; repeatable);
+                        default: three sizes sampled from each symbolic dim's range
+  --trials N            candidates measured per kernel (default 64)
+  --batch N             candidates per compilation and measuring process (default 8)
+  --search model|random the search: XGBoost-guided (default) or random, to compare
+  --threads N           threads the kernels run with while measured (default: all cores)
+  --max-sizes N         sizes each kernel is measured at, where it spends most (default 4)
+  --min-share F         skip kernels under this share of the model's kernel time
+                        (default 0.005)
+  --max-kernels N       tune at most the N kernels with the most time (default: all)
+  --timeout S           a candidate that runs longer than this at one size fails (default 10)
+  --seed N              the search's random seed (default 1)
+  -q, --quiet           no progress display
+  -h, --help            this text
+vmc options (how the model is compiled, as in vmc --help): --dim, --static, --specialize,
+  --no-fuse, --no-plan-memory
+)";
+}
+
+Options parse_options(int argc, const char* const* argv) {
+  Options o;
+  o.tune.measure.threads = 0;
+  std::vector<const char*> rest{argc > 0 ? argv[0] : "vmtune"};
+  auto value = [&](int& i, const std::string& flag) -> std::string {
+    if (i + 1 >= argc) throw UsageError(flag + " needs a value");
+    return argv[++i];
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--measure-worker") {
+      if (argc - i - 1 != 2) throw UsageError("--measure-worker takes REQUEST LIBRARY");
+      o.worker_args = {argv[i + 1], argv[i + 2]};
+      return o;
+    } else if (a == "-h" || a == "--help") {
+      o.help = true;
+      return o;
+    } else if (a == "-q" || a == "--quiet") {
+      o.quiet = true;
+    } else if (a == "-o" || a == "--output") {
+      o.output = value(i, a);
+    } else if (a == "--sizes") {
+      o.sizes.push_back(value(i, a));
+    } else if (a == "--trials") {
+      o.tune.trials = parse_number<int>(value(i, a), a, 1, 1000000);
+    } else if (a == "--batch") {
+      o.tune.batch = parse_number<int>(value(i, a), a, 1, 1024);
+    } else if (a == "--search") {
+      const std::string s = value(i, a);
+      if (s == "model") {
+        o.tune.search = tune::SearchKind::kModel;
+      } else if (s == "random") {
+        o.tune.search = tune::SearchKind::kRandom;
+      } else {
+        throw UsageError("--search: '" + s + "' is not model or random");
+      }
+    } else if (a == "--threads") {
+      o.tune.measure.threads = parse_number<int>(value(i, a), a, 1, 1024);
+    } else if (a == "--max-sizes") {
+      o.max_sizes = parse_number<int>(value(i, a), a, 1, 64);
+    } else if (a == "--min-share") {
+      o.min_share = parse_number<double>(value(i, a), a, 0.0, 1.0);
+    } else if (a == "--max-kernels") {
+      o.max_workloads = parse_number<int>(value(i, a), a, 1, 1000000);
+    } else if (a == "--timeout") {
+      o.tune.measure.timeout_s = parse_number<double>(value(i, a), a, 0.1, 3600.0);
+    } else if (a == "--seed") {
+      o.tune.seed = parse_number<uint64_t>(value(i, a), a, 0, UINT64_MAX);
+    } else {
+      rest.push_back(argv[i]);  // vmc's: the model, --dim, --static, ...
+    }
+  }
+  o.compile = vmc::parse_options(static_cast<int>(rest.size()), rest.data());
+  if (o.output.empty()) {
+    std::string base = o.compile.model;
+    const size_t dot = base.rfind('.'), slash = base.rfind('/');
+    if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) base.resize(dot);
+    o.output = base + ".tune.jsonl";
+  }
+  return o;
+}
+
+}  // namespace dynvm::vmtune
