@@ -225,7 +225,7 @@ class Lowerer {
       if (stage->tensor()->is_scan()) check_scan(info);
       if (stage->tensor()->is_scatter()) check_scatter(info);
       if (stage->is_reduction()) {
-        for (const IterVar& r : info.body->reduce_axes) {
+        for (const IterVar& r : root_reduction(info.body)->reduce_axes) {
           for (const arith::Var& v : stage->op_axis()) {
             if (arith::uses_var(r.extent, v.id())) {
               user_error("lower ", name_, ": the extent of reduce axis ", r.var.name(), " of ",
@@ -357,8 +357,11 @@ class Lowerer {
     // Dims are never negative; knowing it lets guards and extents simplify.
     for (const auto& stage : schedule_.stages()) {
       for (const Expr& dim : stage->tensor()->shape()) bind_shape_vars(dim);
-      if (stage->is_reduction()) {
-        for (const IterVar& r : stage->body()->reduce_axes) bind_shape_vars(r.extent);
+      // The effective body's reduce extents: the variables its lets bind are renamed there,
+      // and a let-bound extent is never negative (tensor.h).
+      const tir::Expr& body = infos_.at(stage.get()).body;
+      if (stage->is_reduction() && body.defined()) {
+        for (const IterVar& r : root_reduction(body)->reduce_axes) bind_shape_vars(r.extent);
       }
     }
     for (const auto& [tensor, buffer] : params_) {
@@ -391,7 +394,7 @@ class Lowerer {
         }
       }
       if (stage.is_reduction()) {
-        for (const IterVar& r : info.body->reduce_axes) {
+        for (const IterVar& r : root_reduction(info.body)->reduce_axes) {
           Expr extent = analyzer_.simplify(r.extent);
           loops.root_extent.push_back(extent);
           loops.root_loop_extent.push_back(extent);
@@ -474,7 +477,7 @@ class Lowerer {
           analyzer_.simplify(info.loops.root_min[d] + values.at(roots[d].get()));
     }
     if (stage.is_reduction()) {
-      const auto& reduce_axes = info.body->reduce_axes;
+      const auto& reduce_axes = root_reduction(info.body)->reduce_axes;
       for (size_t j = 0; j < reduce_axes.size(); ++j) {
         auto it = values.find(roots[stage.num_axes() + j].get());
         if (it != values.end()) map[reduce_axes[j].var.id()] = analyzer_.simplify(it->second);
@@ -661,7 +664,8 @@ class Lowerer {
 tir::Stmt Lowerer::emit_reduction(StageInfo& info) {
   const Stage& stage = *info.stage;
   const auto& leaves = stage.leaf_axes();
-  const tir::ExprNode& red = *info.body;
+  std::vector<const tir::ExprNode*> lets;
+  const tir::ExprNode& red = *root_reduction(info.body, &lets);
   const tir::Expr& source = red.operands[0];
   bool is_arg_reduce = tir::is_arg_reduce(red.reduce_op);
   size_t n = leaves.size();
@@ -669,6 +673,11 @@ tir::Stmt Lowerer::emit_reduction(StageInfo& info) {
   while (r0 < n && !leaves[r0]->is_reduce) ++r0;
   bool dp_inside = false;
   for (size_t k = r0; k < n; ++k) dp_inside |= !leaves[k]->is_reduce;
+  if (!lets.empty() && dp_inside) {
+    user_error("lower ", name_, ": ", stage.name(),
+               " binds its reduce extents per element, so its data-parallel loops must stay "
+               "outside its reduce loops");
+  }
 
   // The running extreme of argmax / argmin: one scalar when every data-parallel loop is
   // outside the reduction, else one per element of the stage's region.
@@ -769,7 +778,13 @@ tir::Stmt Lowerer::emit_reduction(StageInfo& info) {
       guarded(iteration_guards(info.loops, values, analyzer_), tir::make_seq(std::move(updates)));
   update = loop_nest(info, r0, n, std::move(update));
 
+  // Per-element extents: bound once per element, around its init and reduce loops (every
+  // data-parallel loop is outside, so `map` gives the element's indices).
   tir::Stmt inner = tir::make_seq({init, update});
+  for (auto let = lets.rbegin(); let != lets.rend(); ++let) {
+    inner = tir::make_let_index(arith::Var((*let)->let_var), lower_expr((*let)->operands[0], map),
+                                std::move(inner));
+  }
   if (is_arg_reduce && !dp_inside) inner = tir::make_allocate(acc, inner);
   tir::Stmt nest = loop_nest(info, 0, r0, std::move(inner));
   if (is_arg_reduce && dp_inside) nest = tir::make_allocate(acc, nest);
