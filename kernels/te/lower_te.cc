@@ -55,6 +55,18 @@ void collect_vars(const Expr& e, std::unordered_set<arith::VarId>& out) {
   for (int i = 0; i < arith::kind_arity(e.kind()); ++i) collect_vars(e.operand(i), out);
 }
 
+// Whether an index expression of `e` (a load's or an index value's) names variable `id`.
+bool uses_index_var(const tir::Expr& e, arith::VarId id) {
+  bool used = false;
+  tir::visit(e, [&](const tir::Expr& x) {
+    auto check = [&](const Expr& index) { used |= index.defined() && arith::uses_var(index, id); };
+    check(x->index);
+    check(x->stride);
+    for (const Expr& index : x->indices) check(index);
+  });
+  return used;
+}
+
 tir::Expr reduce_identity(tir::ReduceOp op, tir::DataType t) {
   using tir::ReduceOp;
   bool lowest = op == ReduceOp::kMax || op == ReduceOp::kArgMax || op == ReduceOp::kArgMaxLast;
@@ -673,11 +685,6 @@ tir::Stmt Lowerer::emit_reduction(StageInfo& info) {
   while (r0 < n && !leaves[r0]->is_reduce) ++r0;
   bool dp_inside = false;
   for (size_t k = r0; k < n; ++k) dp_inside |= !leaves[k]->is_reduce;
-  if (!lets.empty() && dp_inside) {
-    user_error("lower ", name_, ": ", stage.name(),
-               " binds its reduce extents per element, so its data-parallel loops must stay "
-               "outside its reduce loops");
-  }
 
   // The running extreme of argmax / argmin: one scalar when every data-parallel loop is
   // outside the reduction, else one per element of the stage's region.
@@ -778,12 +785,20 @@ tir::Stmt Lowerer::emit_reduction(StageInfo& info) {
       guarded(iteration_guards(info.loops, values, analyzer_), tir::make_seq(std::move(updates)));
   update = loop_nest(info, r0, n, std::move(update));
 
-  // Per-element extents: bound once per element, around its init and reduce loops (every
-  // data-parallel loop is outside, so `map` gives the element's indices).
+  // Per-element extents: bound around the init and the reduce loops, inside the loops
+  // outside the first reduce loop, so a let may read only the indices those loops give
+  // (`map` names the others by loops not open there).
   tir::Stmt inner = tir::make_seq({init, update});
   for (auto let = lets.rbegin(); let != lets.rend(); ++let) {
-    inner = tir::make_let_index(arith::Var((*let)->let_var), lower_expr((*let)->operands[0], map),
-                                std::move(inner));
+    tir::Expr value = lower_expr((*let)->operands[0], map);
+    for (size_t k = r0; k < n; ++k) {
+      if (!leaves[k]->is_reduce && uses_index_var(value, leaves[k]->var.id())) {
+        user_error("lower ", name_, ": the reduce extent ", arith::Var((*let)->let_var).name(),
+                   " of ", stage.name(), " reads an index of loop ", leaves[k]->name,
+                   ", which is inside its reduce loops (bind it outside them)");
+      }
+    }
+    inner = tir::make_let_index(arith::Var((*let)->let_var), value, std::move(inner));
   }
   if (is_arg_reduce && !dp_inside) inner = tir::make_allocate(acc, inner);
   tir::Stmt nest = loop_nest(info, 0, r0, std::move(inner));

@@ -114,10 +114,9 @@ class Tensor {
 TensorRef placeholder(std::string name, std::vector<arith::Expr> shape, vm::DType dtype);
 // The body's type gives the tensor's dtype. A reduction must be the body's root, or sit
 // under a chain of let_index bindings at the root (extents read per element, see above):
-// lowering evaluates those lets once per element, between the data-parallel loops and the
-// reduce loops, so the stage's data-parallel loops must all stay outside its reduce loops
-// (UserError at lowering), the lets may not use the reduce variables, and a let-bound extent
-// must not be negative (clamp it with max(value, 0)).
+// lowering evaluates those lets just outside the stage's first reduce loop, so they may read
+// only the indices of the data-parallel loops outside it (UserError at lowering) and never
+// the reduce variables; a let-bound extent must not be negative (clamp it with max(v, 0)).
 TensorRef compute(std::string name, std::vector<arith::Expr> shape,
                   const std::function<tir::Expr(const Indices&)>& body);
 

@@ -1,10 +1,11 @@
 // Reductions whose extents are read per element (let_index bindings around the reduction at
 // the body's root, tensor.h): ragged row sums and maxima over lengths read from a tensor
 // (negative lengths clamped to 0), reduce loops split with a guarded tail and unrolled,
-// data-parallel loops fused and parallel, two per-element extents, a stage computed at its
-// consumer's loop; each lowered by TE and run on the reference TIR evaluator, before and
-// after the whole TIR pipeline (loop partition, specialize_extents, unroll, outlining).
-// Misuse: a let that reads a reduce variable, a data-parallel loop inside the reduce loop.
+// data-parallel loops parallel, two per-element extents, a stage computed at its consumer's
+// loop, a data-parallel loop inside the reduce loop when the lets do not read its index;
+// each lowered by TE and run on the reference TIR evaluator, before and after the whole TIR
+// pipeline (loop partition, specialize_extents, unroll, outlining). Misuse: a let that reads
+// a reduce variable, or the index of a loop inside the reduce loop.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -168,12 +169,43 @@ TEST(LowerLetExtent, RejectsALetThatReadsAReduceVariable) {
       "uses the reduce variable r");
 }
 
-TEST(LowerLetExtent, RejectsADataParallelLoopInsideTheReduceLoop) {
+// S[i, j] = sum of A[i, 0 .. len_i, j]: the column loop inside the reduce loop, which the
+// let (reading only i) stays outside of; the init runs over its own copy of the columns.
+TEST(LowerLetExtent, ADataParallelLoopTheLetDoesNotReadMaySitInside) {
+  arith::Var m("m"), n("n"), k("k"), len("len");
+  auto A = placeholder("A", {m, n, k}, kF32);
+  auto L = placeholder("L", {m}, kI64);
+  IterVar r = reduce_axis(len, "r");
+  auto S = compute("S", {m, k}, [&](const Indices& i) {
+    tir::Expr length = tir::max(read(L, {i[0]}), tir::make_const_int(tir::i64(), 0));
+    return tir::let_index(len, length, sum(read(A, {i[0], r.var, i[1]}), {r}));
+  });
+  Schedule s = create_schedule({S});
+  s[S].reorder({s[S].axis(0), s[S].reduce_axis(0), s[S].axis(1)});
+  tir::PrimFunc f = lower_checked(s, {A, L, S}, "ragged_columns");
+  std::mt19937 rng(33);
+  for (auto [rows, cols] : kSizes) {
+    const int64_t depth = 3;
+    vm::Tensor a = random_f32({rows, cols, depth}, rng), l = random_lengths(rows, cols, rng);
+    vm::Tensor out = poisoned({rows, depth}, kF32);
+    std::vector<double> want;
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t d = 0; d < depth; ++d) {
+        double acc = 0;
+        for (int64_t j = 0; j < clamped_length(l, i); ++j) acc += at(a, (i * cols + j) * depth + d);
+        want.push_back(acc);
+      }
+    }
+    run_both(f, {a, l, out}, [&] { expect_values(out, want, 1e-5, "ragged_columns"); });
+  }
+}
+
+TEST(LowerLetExtent, RejectsALetReadingALoopInsideTheReduceLoop) {
   RaggedSum p;
   Schedule s = create_schedule({p.S});
   s[p.S].reorder({s[p.S].reduce_axis(0), s[p.S].axis(0)});
   EXPECT_USER_ERROR(lower(s, {p.A, p.L, p.S}, "ragged_sum_reordered"),
-                    "data-parallel loops must stay outside its reduce loops");
+                    "reads an index of loop i0, which is inside its reduce loops");
 }
 
 }  // namespace
