@@ -1,8 +1,8 @@
 // RoiAlign (see roi_align.h): a reduction S over each bin's sample grid, computed at each
-// output element of Y, which divides by the sample count (avg) or gives an empty grid 0
-// (max). The roi's geometry is recomputed from the rois tensor wherever it is needed (a few
-// loads and flops, hoisted out of the sample loops by LLVM); ORT's pre_calc table of
-// weights would need a buffer sized by the data.
+// bin of Y (all channels) or each element, Y dividing by the sample count (avg) or giving an
+// empty grid 0 (max). The roi's geometry is recomputed from the rois tensor wherever it is
+// needed (a few loads and flops that LLVM hoists out of the inner loops): ORT's pre_calc
+// table of weights would need a buffer sized by the data.
 #include "kernels/ops/roi_align.h"
 
 #include "kernels/ops/schedules.h"
@@ -184,20 +184,26 @@ OpInstance roi_align(const TensorType& x, const TensorType& rois, const TensorTy
       dtype_suffix(x.dtype));
   op.inputs = {X, R, B};
   op.outputs = {out};
-  op.knobs = reduction_knobs(shape);
+  // share_samples 1: the channel loop inside each bin's sample loops, so a sample's
+  // coordinates and weights (ORT's pre_calc) are computed once for every channel; 0: the
+  // samples of one output element at a time (fewer loops when channels are few).
+  op.knobs = {KnobSpec{"parallel", {0, 1}, reduction_knobs(shape)[0].default_value},
+              KnobSpec{"share_samples", {0, 1}, 1}};
   op.schedule = [out, samples, specs = op.knobs](const KnobValues& knobs) {
     te::Schedule s = te::create_schedule({out});
     te::Stage& so = s[out];
-    // The output rows (roi, channel, bin row) in parallel; each element's samples summed
-    // into a scalar at it.
-    te::IterVarRef rows = so.fuse(so.fuse(so.axis(0), so.axis(1)), so.axis(2));
-    if (knob_value(specs, knobs, "parallel") != 0) so.parallel(rows);
     te::Stage& ss = s[samples];
-    ss.compute_at(so, so.axis(3));
-    const int64_t unroll = knob_value(specs, knobs, "unroll");
-    if (unroll > 1) {
-      auto [outer, inner] = ss.split(ss.reduce_axis(1), unroll);
-      ss.unroll(inner);
+    const bool share = knob_value(specs, knobs, "share_samples") != 0;
+    // The bins (roi, bin row, bin column) or the output rows (roi, channel, bin row) in
+    // parallel; the samples summed into a buffer of the channels, or a scalar, at them.
+    if (share) so.reorder({so.axis(0), so.axis(2), so.axis(3), so.axis(1)});
+    const te::IterVarRef last = share ? so.axis(3) : so.axis(2);
+    te::IterVarRef outer = so.fuse(so.fuse(so.axis(0), share ? so.axis(2) : so.axis(1)), last);
+    if (knob_value(specs, knobs, "parallel") != 0) so.parallel(outer);
+    ss.compute_at(so, share ? outer : so.axis(3));
+    if (share) {
+      ss.reorder(
+          {ss.axis(0), ss.axis(2), ss.axis(3), ss.reduce_axis(0), ss.reduce_axis(1), ss.axis(1)});
     }
     return s;
   };

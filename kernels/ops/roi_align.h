@@ -6,8 +6,9 @@
 // extents are let-bound per element). `avg` averages the samples; `max` takes the largest
 // bilinear weight x neighbour product of any sample (ORT's max, not the max of the
 // interpolated values). Samples beyond one pixel outside the image count as 0. Coordinates in
-// X's dtype, in ORT's order of operations. A reduction computed at each output element,
-// then an injective pass (the average's division, an empty grid's 0).
+// X's dtype, in ORT's order of operations. A reduction over each bin's samples (by default
+// for every channel at once, each sample's coordinates and weights shared), then the
+// average's division or an empty grid's 0.
 #pragma once
 
 #include <string>

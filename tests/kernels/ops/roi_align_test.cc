@@ -1,5 +1,6 @@
-// RoiAlign compiled for the host with symbolic N, C, H, W and num_rois (one kernel per
-// configuration, plus static-shape kernels with the template's other knobs), checked
+// RoiAlign compiled for the host with symbolic N, C, H, W and num_rois (two kernels per
+// configuration: channels sharing each sample, or one element at a time; plus static-shape
+// kernels), checked
 // against ONNX Runtime 1.30's outputs (fixtures/make_roi_align_fixtures.py: avg and max,
 // half_pixel and output_half_pixel, adaptive and fixed sampling ratios, f32 and f64, rois
 // inside, across, outside and larger than the image, smaller than a pixel, reversed), against
@@ -51,10 +52,15 @@ const Config kConfigs[] = {
      kF64},
 };
 
-// Static shapes [2, 3, 7, 9] and 8 rois, with the template's parallel / unrolled variant.
+// Every configuration is also built with the template's other variant: serial, one output
+// element's samples at a time (`_unshared`).
+const KnobValues kOtherKnobs = {{"parallel", 0}, {"share_samples", 0}};
+const char* const kVariants[] = {"", "_unshared"};
+
+// Static shapes [2, 3, 7, 9] and 8 rois, in parallel.
 const Config& kStaticConfig = kConfigs[2];
 const Config& kStaticRatioConfig = kConfigs[4];
-const KnobValues kOtherKnobs = {{"parallel", 1}, {"unroll", 4}};
+const KnobValues kParallel = {{"parallel", 1}};
 
 // The hand-worked cases: output 1 x 1, spatial_scale 1.
 RoiAlignAttrs one_bin(RoiAlignMode mode, RoiCoordinates coordinates, int64_t sampling_ratio) {
@@ -170,15 +176,18 @@ class RoiAlign : public ::testing::Test {
     arith::Var n("n"), c("c"), h("h"), w("w"), r("r");
     std::vector<OpToBuild> ops;
     for (const Config& config : kConfigs) {
-      ops.push_back(
-          {config.name, roi_align({config.dtype, {n, c, h, w}}, {config.dtype, {r, arith::Expr(4)}},
-                                  {kI64, {r}}, config.attrs)});
+      for (const char* variant : kVariants) {
+        ops.push_back({config.name + std::string(variant),
+                       roi_align({config.dtype, {n, c, h, w}}, {config.dtype, {r, arith::Expr(4)}},
+                                 {kI64, {r}}, config.attrs),
+                       *variant ? kOtherKnobs : KnobValues{}});
+      }
     }
     for (const Config* config : {&kStaticConfig, &kStaticRatioConfig}) {
       ops.push_back({std::string(config->name) + "_static",
                      roi_align({kF32, dims({2, 3, 7, 9})}, {kF32, dims({8, 4})}, {kI64, dims({8})},
                                config->attrs),
-                     kOtherKnobs});
+                     kParallel});
     }
     for (RoiAlignMode mode : {RoiAlignMode::kAvg, RoiAlignMode::kMax}) {
       for (RoiCoordinates coordinates :
@@ -220,11 +229,14 @@ TEST_F(RoiAlign, MatchesOnnxRuntime) {
   const vm::Tensor batch = vm::read_npy(fixture("batch_indices"));
   for (const Config& config : kConfigs) {
     vm::Tensor want = vm::read_npy(fixture(config.name));
-    vm::Tensor y =
-        run_op(*lib_, config.name, {widened(x, config.dtype), widened(rois, config.dtype), batch},
-               want.shape(), config.dtype);
-    // The same operations in the same type; LLVM may contract a multiply-add.
-    expect_close(y, values(want), 1e-5, 1e-6, config.name);
+    for (const char* variant : kVariants) {
+      const std::string name = config.name + std::string(variant);
+      vm::Tensor y =
+          run_op(*lib_, name, {widened(x, config.dtype), widened(rois, config.dtype), batch},
+                 want.shape(), config.dtype);
+      // The same operations in the same type; LLVM may contract a multiply-add.
+      expect_close(y, values(want), 1e-5, 1e-6, name);
+    }
   }
   for (const Config* config : {&kStaticConfig, &kStaticRatioConfig}) {
     const std::string name = std::string(config->name) + "_static";
@@ -263,11 +275,15 @@ TEST_F(RoiAlign, MatchesTheOperatorsLoopOnRandomInputs) {
           }
         }
       }
-      const std::string what = std::string(config.name) + " " + shape_name(x.shape()) + " x " +
-                               std::to_string(num_rois) + " rois";
-      vm::Tensor y = run_op(*lib_, config.name, {x, rois, batch},
-                            output_shape(x, rois, config.attrs), config.dtype);
-      expect_close(y, reference(x, rois, batch, config.attrs), 1e-5, 1e-6, what);
+      const std::vector<double> want = reference(x, rois, batch, config.attrs);
+      for (const char* variant : kVariants) {
+        const std::string name = config.name + std::string(variant);
+        vm::Tensor y = run_op(*lib_, name, {x, rois, batch}, output_shape(x, rois, config.attrs),
+                              config.dtype);
+        expect_close(
+            y, want, 1e-5, 1e-6,
+            name + " " + shape_name(x.shape()) + " x " + std::to_string(num_rois) + " rois");
+      }
     }
   }
 }
