@@ -1,8 +1,9 @@
 // Kernel bindings of GatherND and ReverseSequence (kernels/ops/gather.h), DepthToSpace and
 // SpaceToDepth (kernels/ops/space_depth.h), OneHot (kernels/ops/one_hot.h: its depth bound
-// from the output), GridSample (kernels/ops/grid_sample.h), the scatters, the data-sized
-// ops and EyeLike (kernels/ops/eye_like.h: a kernel with no inputs whose dims are bound
-// from its output, as ConstantOfShape's).
+// from the output), GridSample (kernels/ops/grid_sample.h), RoiAlign
+// (kernels/ops/roi_align.h), the scatters, the data-sized ops and EyeLike
+// (kernels/ops/eye_like.h: a kernel with no inputs whose dims are bound from its output, as
+// ConstantOfShape's).
 #include "compiler/op/bind_families.h"
 #include "kernels/ops/eye_like.h"
 #include "kernels/ops/gather.h"
@@ -10,6 +11,7 @@
 #include "kernels/ops/nms.h"
 #include "kernels/ops/nonzero.h"
 #include "kernels/ops/one_hot.h"
+#include "kernels/ops/roi_align.h"
 #include "kernels/ops/scatter.h"
 #include "kernels/ops/space_depth.h"
 #include "kernels/ops/topk.h"
@@ -90,6 +92,28 @@ KernelBinding bind_grid_sample(const BindContext& ctx) {
   return kernel_binding(ctx, "GridSample",
                         str_cat("mode=", mode, ";padding_mode=", padding, ";align=", align), {0, 1},
                         [=](const auto& t) { return ops::grid_sample(t[0], t[1], m, p, align); });
+}
+
+// RoiAlign: every attribute is the kernel's; coordinate_transformation_mode defaults to
+// opset 16's half_pixel (the importer gives opset 10 its output_half_pixel).
+KernelBinding bind_roi_align(const BindContext& ctx) {
+  const auto& attrs = ctx.attrs();
+  const std::string mode = attr_string(attrs, "mode", "avg", ctx.where());
+  const std::string coordinates =
+      attr_string(attrs, "coordinate_transformation_mode", "half_pixel", ctx.where());
+  ops::RoiAlignAttrs a;
+  a.mode = ops::roi_align_mode(mode);
+  a.coordinates = ops::roi_coordinates(coordinates);
+  a.output_height = attr_int(attrs, "output_height", 1, ctx.where());
+  a.output_width = attr_int(attrs, "output_width", 1, ctx.where());
+  a.sampling_ratio = attr_int(attrs, "sampling_ratio", 0, ctx.where());
+  a.spatial_scale = static_cast<float>(attr_float(attrs, "spatial_scale", 1.0, ctx.where()));
+  return kernel_binding(
+      ctx, "RoiAlign",
+      str_cat("mode=", mode, ";coordinates=", coordinates, ";", key_int(ctx, "output_height", 1),
+              ";", key_int(ctx, "output_width", 1), ";", key_int(ctx, "sampling_ratio", 0), ";",
+              key_float(ctx, "spatial_scale", 1.0)),
+      {0, 1, 2}, [=](const auto& t) { return ops::roi_align(t[0], t[1], t[2], a); });
 }
 
 KernelBinding bind_scatter(const BindContext& ctx, bool nd) {
@@ -212,6 +236,7 @@ void register_indexing_bindings() {
   register_binding("TopK", bind_topk);
   register_binding("OneHot", bind_one_hot);
   register_binding("GridSample", bind_grid_sample);
+  register_binding("RoiAlign", bind_roi_align);
   register_binding("GatherND", [](const BindContext& ctx) {
     const int64_t b = attr_int(ctx.attrs(), "batch_dims", 0, ctx.where());
     return kernel_binding(ctx, "GatherND", "batch_dims=" + std::to_string(b), {0, 1},

@@ -1,8 +1,8 @@
 // Type relations of GatherND, ReverseSequence, DepthToSpace, SpaceToDepth, EyeLike, TopK,
-// ScatterElements, ScatterND, NonZero, Compress, Unique, NonMaxSuppression, OneHot and
-// GridSample: output dims as arith expressions of the input dims (DepthToSpace's C / b^2,
-// H * b) or of input values (TopK's k, OneHot's depth; the counts the importer binds next
-// to the data-sized ops, dynvm.CountNonZero and its kin).
+// ScatterElements, ScatterND, NonZero, Compress, Unique, NonMaxSuppression, OneHot,
+// GridSample and RoiAlign: output dims as arith expressions of the input dims
+// (DepthToSpace's C / b^2, H * b) or of input values (TopK's k, OneHot's depth; the counts
+// the importer binds next to the data-sized ops, dynvm.CountNonZero and its kin).
 #include <algorithm>
 #include <limits>
 
@@ -152,6 +152,31 @@ Facts grid_sample_op(OpContext& ctx) {
     ctx.fail("X has ", x[0].value(), " images, the grid ", g[0].value());
   }
   return {tensor_facts(ctx.dtype(0), {x[0], x[1], g[1], g[2]})};
+}
+
+// RoiAlign(X [N, C, H, W], rois [num_rois, 4], batch_indices [num_rois])
+//   -> [num_rois, C, output_height, output_width].
+Facts roi_align_op(OpContext& ctx) {
+  if (!vm::is_floating(ctx.dtype(0)) || ctx.dtype(1) != ctx.dtype(0)) {
+    ctx.fail("X and rois must share one floating-point dtype");
+  }
+  if (ctx.dtype(2) != vm::DType::kInt64) ctx.fail("batch_indices must be int64");
+  if (ctx.rank(0) != 4 || ctx.rank(1) != 2 || ctx.rank(2) != 1) {
+    ctx.fail("needs X [N, C, H, W], rois [num_rois, 4] and batch_indices [num_rois]");
+  }
+  const Dim &rois = ctx.dims(1)[0], &columns = ctx.dims(1)[1], &indices = ctx.dims(2)[0];
+  if (columns.is_const() && columns.value() != 4) ctx.fail("rois must have 4 columns");
+  if (!rois.is_any() && !indices.is_any()) {
+    ctx.require(arith::eq(rois.expr(), indices.expr()), "rois has ", to_string(rois),
+                " rows but batch_indices ", to_string(indices), " elements");
+  }
+  const int64_t height = ctx.attr_int("output_height", 1), width = ctx.attr_int("output_width", 1);
+  if (height < 1 || width < 1) {
+    ctx.fail("output_height and output_width must be positive, got ", height, " x ", width);
+  }
+  if (ctx.attr_int("sampling_ratio", 0) < 0) ctx.fail("sampling_ratio must be >= 0");
+  const Dim& num_rois = rois.is_any() ? indices : rois;
+  return {tensor_facts(ctx.dtype(0), {num_rois, ctx.dims(0)[1], Dim(height), Dim(width)})};
 }
 
 // dynvm.CountNonZero(x): how many elements of x are nonzero, an i64 scalar (and
@@ -326,6 +351,7 @@ void register_indexing_ops() {
   register_op({"NonZero", ShapeRule::kFromInputValues, 2, 2, nonzero_op});
   register_op({"Compress", ShapeRule::kFromInputValues, 3, 3, compress_op});
   register_op({"GridSample", ShapeRule::kFromInputDims, 2, 2, grid_sample_op});
+  register_op({"RoiAlign", ShapeRule::kFromInputDims, 3, 3, roi_align_op});
   register_op({"OneHot", ShapeRule::kFromInputValues, 3, 3, one_hot_op});
   register_op({"TopK", ShapeRule::kFromInputValues, 2, 2, topk_op});
   register_op({"GatherND", ShapeRule::kFromInputDims, 2, 2, gather_nd_op});

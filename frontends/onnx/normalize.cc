@@ -39,7 +39,7 @@ const std::set<std::string>& supported_ops() {
       "Slice", "Split", "Squeeze", "Tile", "Transpose", "Unsqueeze", "GatherND", "ReverseSequence",
       "DepthToSpace", "SpaceToDepth", "EyeLike", "TopK", "Upsample", "Scatter", "ScatterElements",
       "ScatterND", "NonZero", "Compress", "MaxUnpool", "NonMaxSuppression", "Unique", "OneHot",
-      "GridSample", "Einsum", "Det",
+      "GridSample", "Einsum", "Det", "RoiAlign",
       // signal processing and text features
       "DFT", "STFT", "MelWeightMatrix", "TfIdfVectorizer",
       // control flow and recurrences
@@ -168,6 +168,10 @@ void normalize(NodeForm& node, int64_t opset, const std::string& where) {
     node.attrs["mode"] = mode;
     node.attrs["coordinate_transformation_mode"] = std::string("asymmetric");
     node.attrs["nearest_mode"] = std::string("floor");
+  } else if (op == "RoiAlign" && opset < 16) {
+    // RoiAlign-10 has no coordinate_transformation_mode: it maps as output_half_pixel does
+    // (no half-pixel shift, rois at least 1 x 1), where opset 16 defaults to half_pixel.
+    node.attrs["coordinate_transformation_mode"] = std::string("output_half_pixel");
   } else if (op == "Resize" && opset < 11) {
     // (X, scales) -> (X, roi, scales); Resize-10 maps output to input coordinates as
     // x / scale and takes the floor for nearest.

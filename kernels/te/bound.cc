@@ -288,7 +288,7 @@ Region infer_region(const StageLoops& consumer, const tir::Expr& consumer_body, 
                                           analyzer.simplify(consumer.root_min[d] + hi)};
   }
   if (stage.is_reduction()) {
-    const auto& reduce_axes = stage.body()->reduce_axes;
+    const auto& reduce_axes = root_reduction(stage.body())->reduce_axes;
     for (size_t j = 0; j < reduce_axes.size(); ++j) {
       size_t root = stage.num_axes() + j;
       const Range& r = ranges.at(roots[root].get());

@@ -55,6 +55,18 @@ void collect_vars(const Expr& e, std::unordered_set<arith::VarId>& out) {
   for (int i = 0; i < arith::kind_arity(e.kind()); ++i) collect_vars(e.operand(i), out);
 }
 
+// Whether an index expression of `e` (a load's or an index value's) names variable `id`.
+bool uses_index_var(const tir::Expr& e, arith::VarId id) {
+  bool used = false;
+  tir::visit(e, [&](const tir::Expr& x) {
+    auto check = [&](const Expr& index) { used |= index.defined() && arith::uses_var(index, id); };
+    check(x->index);
+    check(x->stride);
+    for (const Expr& index : x->indices) check(index);
+  });
+  return used;
+}
+
 tir::Expr reduce_identity(tir::ReduceOp op, tir::DataType t) {
   using tir::ReduceOp;
   bool lowest = op == ReduceOp::kMax || op == ReduceOp::kArgMax || op == ReduceOp::kArgMaxLast;
@@ -225,7 +237,7 @@ class Lowerer {
       if (stage->tensor()->is_scan()) check_scan(info);
       if (stage->tensor()->is_scatter()) check_scatter(info);
       if (stage->is_reduction()) {
-        for (const IterVar& r : info.body->reduce_axes) {
+        for (const IterVar& r : root_reduction(info.body)->reduce_axes) {
           for (const arith::Var& v : stage->op_axis()) {
             if (arith::uses_var(r.extent, v.id())) {
               user_error("lower ", name_, ": the extent of reduce axis ", r.var.name(), " of ",
@@ -357,8 +369,11 @@ class Lowerer {
     // Dims are never negative; knowing it lets guards and extents simplify.
     for (const auto& stage : schedule_.stages()) {
       for (const Expr& dim : stage->tensor()->shape()) bind_shape_vars(dim);
-      if (stage->is_reduction()) {
-        for (const IterVar& r : stage->body()->reduce_axes) bind_shape_vars(r.extent);
+      // The effective body's reduce extents: the variables its lets bind are renamed there,
+      // and a let-bound extent is never negative (tensor.h).
+      const tir::Expr& body = infos_.at(stage.get()).body;
+      if (stage->is_reduction() && body.defined()) {
+        for (const IterVar& r : root_reduction(body)->reduce_axes) bind_shape_vars(r.extent);
       }
     }
     for (const auto& [tensor, buffer] : params_) {
@@ -391,7 +406,7 @@ class Lowerer {
         }
       }
       if (stage.is_reduction()) {
-        for (const IterVar& r : info.body->reduce_axes) {
+        for (const IterVar& r : root_reduction(info.body)->reduce_axes) {
           Expr extent = analyzer_.simplify(r.extent);
           loops.root_extent.push_back(extent);
           loops.root_loop_extent.push_back(extent);
@@ -474,7 +489,7 @@ class Lowerer {
           analyzer_.simplify(info.loops.root_min[d] + values.at(roots[d].get()));
     }
     if (stage.is_reduction()) {
-      const auto& reduce_axes = info.body->reduce_axes;
+      const auto& reduce_axes = root_reduction(info.body)->reduce_axes;
       for (size_t j = 0; j < reduce_axes.size(); ++j) {
         auto it = values.find(roots[stage.num_axes() + j].get());
         if (it != values.end()) map[reduce_axes[j].var.id()] = analyzer_.simplify(it->second);
@@ -661,7 +676,8 @@ class Lowerer {
 tir::Stmt Lowerer::emit_reduction(StageInfo& info) {
   const Stage& stage = *info.stage;
   const auto& leaves = stage.leaf_axes();
-  const tir::ExprNode& red = *info.body;
+  std::vector<const tir::ExprNode*> lets;
+  const tir::ExprNode& red = *root_reduction(info.body, &lets);
   const tir::Expr& source = red.operands[0];
   bool is_arg_reduce = tir::is_arg_reduce(red.reduce_op);
   size_t n = leaves.size();
@@ -769,7 +785,21 @@ tir::Stmt Lowerer::emit_reduction(StageInfo& info) {
       guarded(iteration_guards(info.loops, values, analyzer_), tir::make_seq(std::move(updates)));
   update = loop_nest(info, r0, n, std::move(update));
 
+  // Per-element extents: bound around the init and the reduce loops, inside the loops
+  // outside the first reduce loop, so a let may read only the indices those loops give
+  // (`map` names the others by loops not open there).
   tir::Stmt inner = tir::make_seq({init, update});
+  for (auto let = lets.rbegin(); let != lets.rend(); ++let) {
+    tir::Expr value = lower_expr((*let)->operands[0], map);
+    for (size_t k = r0; k < n; ++k) {
+      if (!leaves[k]->is_reduce && uses_index_var(value, leaves[k]->var.id())) {
+        user_error("lower ", name_, ": the reduce extent ", arith::Var((*let)->let_var).name(),
+                   " of ", stage.name(), " reads an index of loop ", leaves[k]->name,
+                   ", which is inside its reduce loops (bind it outside them)");
+      }
+    }
+    inner = tir::make_let_index(arith::Var((*let)->let_var), value, std::move(inner));
+  }
   if (is_arg_reduce && !dp_inside) inner = tir::make_allocate(acc, inner);
   tir::Stmt nest = loop_nest(info, 0, r0, std::move(inner));
   if (is_arg_reduce && dp_inside) nest = tir::make_allocate(acc, nest);

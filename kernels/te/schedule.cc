@@ -39,7 +39,7 @@ void Stage::reset_op(Indices op_axis, tir::Expr body) {
     root_axes_.push_back(new_axis(op_axis_[d].name(), tensor_->shape()[d], false));
   }
   if (is_reduction()) {
-    for (const IterVar& r : body_->reduce_axes) {
+    for (const IterVar& r : root_reduction(body_)->reduce_axes) {
       root_axes_.push_back(new_axis(r.var.name(), r.extent, true));
     }
   }

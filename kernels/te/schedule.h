@@ -85,7 +85,7 @@ class Stage {
   // when the original stage only copies from the cache.
   const Indices& op_axis() const { return op_axis_; }
   const tir::Expr& body() const { return body_; }
-  bool is_reduction() const { return body_.kind() == tir::ExprKind::kReduce; }
+  bool is_reduction() const { return root_reduction(body_) != nullptr; }
   bool is_output() const { return is_output_; }
 
   // The original data-parallel axes (one per dim) and reduce axes, as loops.

@@ -51,12 +51,39 @@ tir::Expr make_reduce(tir::ReduceOp op, const char* what, tir::Expr source,
   return tir::Expr(std::move(node));
 }
 
+// Whether an index expression anywhere in `e` names `var`.
+bool uses_index_var(const tir::Expr& e, const arith::Var& var) {
+  bool used = false;
+  tir::visit(e, [&](const tir::Expr& x) {
+    auto uses = [&](const arith::Expr& index) {
+      used |= index.defined() && arith::uses_var(index, var.id());
+    };
+    uses(x->index);
+    uses(x->stride);
+    for (const arith::Expr& index : x->indices) uses(index);
+  });
+  return used;
+}
+
 }  // namespace
+
+const tir::ExprNode* root_reduction(const tir::Expr& body,
+                                    std::vector<const tir::ExprNode*>* lets) {
+  const tir::Expr* e = &body;
+  std::vector<const tir::ExprNode*> chain;
+  while (e->defined() && e->kind() == tir::ExprKind::kLetIndex) {
+    chain.push_back(e->get());
+    e = &(*e)->operands[1];
+  }
+  if (!e->defined() || e->kind() != tir::ExprKind::kReduce) return nullptr;
+  if (lets) lets->insert(lets->end(), chain.begin(), chain.end());
+  return e->get();
+}
 
 const std::vector<IterVar>& Tensor::reduce_axes() const {
   static const std::vector<IterVar> kNone;
-  if (kind_ != Kind::kCompute || body_.kind() != tir::ExprKind::kReduce) return kNone;
-  return body_->reduce_axes;
+  const tir::ExprNode* reduction = kind_ == Kind::kCompute ? root_reduction(body_) : nullptr;
+  return reduction ? reduction->reduce_axes : kNone;
 }
 
 TensorRef placeholder(std::string name, std::vector<arith::Expr> shape, vm::DType dtype) {
@@ -84,10 +111,22 @@ TensorRef compute(std::string name, std::vector<arith::Expr> shape,
   t->dtype_ = t->body_.type().elem;
 
   // A reduction is a loop around the whole element; one nested in arithmetic would need
-  // a temporary the TE language cannot name, so it is refused rather than guessed at.
+  // a temporary the TE language cannot name, so it is refused rather than guessed at. Lets
+  // around it bind what its extents read, once per element.
+  std::vector<const tir::ExprNode*> lets;
+  const tir::ExprNode* reduction = root_reduction(t->body_, &lets);
+  for (const tir::ExprNode* let : lets) {
+    for (const IterVar& axis : reduction->reduce_axes) {
+      if (uses_index_var(let->operands[0], axis.var)) {
+        user_error(what, ": the value bound to ", arith::Var(let->let_var).name(),
+                   " uses the reduce variable ", axis.var.name(),
+                   " (lets at the root are evaluated outside the reduction)");
+      }
+    }
+  }
   std::unordered_set<const Tensor*> seen;
   tir::visit(t->body_, [&](const tir::Expr& e) {
-    if (e.kind() == tir::ExprKind::kReduce && e.get() != t->body_.get()) {
+    if (e.kind() == tir::ExprKind::kReduce && e.get() != reduction) {
       user_error(what,
                  ": a reduction must be the root of the body (compute the reduction "
                  "as its own tensor and use it)");
@@ -144,7 +183,7 @@ TensorRef scatter(std::string name, std::vector<arith::Expr> shape,
   const std::string what = "scatter " + name;
   check_shape(what, domain);
   TensorRef t = compute(name, shape, init);
-  if (t->body().kind() == tir::ExprKind::kReduce) user_error(what, ": init may not reduce");
+  if (root_reduction(t->body())) user_error(what, ": init may not reduce");
   auto spec = std::make_shared<ScatterSpec>();
   spec->domain = std::move(domain);
   for (size_t d = 0; d < spec->domain.size(); ++d) {

@@ -9,6 +9,14 @@
 //     return sum(read(A, {i[0], r.var}) * read(B, {r.var, i[1]}), {r});
 //   });
 //
+// A reduction whose extents are values read per element (a row length, RoiAlign's sampling
+// grid per roi) binds them with tir::let_index around the reduction; the reduce axes'
+// extents name the bound variables:
+//   arith::Var len("len");  auto r = reduce_axis(len, "r");
+//   auto S = compute("S", {m}, [&](const Indices& i) {
+//     return tir::let_index(len, read(L, {i[0]}), sum(read(A, {i[0], r.var}), {r}));
+//   });
+//
 // A scan (a recurrence along one axis, e.g. a cumulative sum) is a compute whose element
 // reads the tensor's own previous element along that axis:
 //   auto Y = scan("Y", {n, m}, /*axis=*/0, /*reverse=*/false,
@@ -104,7 +112,11 @@ class Tensor {
 };
 
 TensorRef placeholder(std::string name, std::vector<arith::Expr> shape, vm::DType dtype);
-// The body's type gives the tensor's dtype. A reduction must be the body's root.
+// The body's type gives the tensor's dtype. A reduction must be the body's root, or sit
+// under a chain of let_index bindings at the root (extents read per element, see above):
+// lowering evaluates those lets just outside the stage's first reduce loop, so they may read
+// only the indices of the data-parallel loops outside it (UserError at lowering) and never
+// the reduce variables; a let-bound extent must not be negative (clamp it with max(v, 0)).
 TensorRef compute(std::string name, std::vector<arith::Expr> shape,
                   const std::function<tir::Expr(const Indices&)>& body);
 
@@ -131,6 +143,11 @@ TensorRef scatter(
     std::string name, std::vector<arith::Expr> shape,
     const std::function<tir::Expr(const Indices&)>& init, std::vector<arith::Expr> domain,
     const std::function<ScatterUpdate(const Indices& j, const TensorRef& self)>& update);
+
+// The reduction at the root of a compute body, under its let_index bindings (when `lets`
+// is given, they are appended to it, outermost first); null when the body does not reduce.
+const tir::ExprNode* root_reduction(const tir::Expr& body,
+                                    std::vector<const tir::ExprNode*>* lets = nullptr);
 
 // tensor(indices...): reads one element (indices must match the rank).
 tir::Expr read(const TensorRef& tensor, std::vector<arith::Expr> indices);

@@ -139,6 +139,37 @@ TEST(Binding, RefusesWhatNoKernelComputes) {
       LoweringKind::kKernel);
 }
 
+// RoiAlign: every attribute in the key (coordinate_transformation_mode's default is opset
+// 16's half_pixel), X, rois and batch_indices the kernel's arguments.
+TEST(Binding, RoiAlignKeysEveryAttribute) {
+  ValueFacts x = tensor(vm::DType::kFloat32, {1, 2, 8, 8}), r = tensor(vm::DType::kFloat32, {3, 4}),
+             b = tensor(vm::DType::kInt64, {3});
+  const std::vector<Type> y = {tensor_type(vm::DType::kFloat32, {3, 2, 1, 1})};
+  KernelBinding plain = bind("RoiAlign", {}, {x, r, b}, y);
+  EXPECT_EQ(plain.kind, LoweringKind::kKernel);
+  EXPECT_EQ(plain.args, (std::vector<size_t>{0, 1, 2}));
+  EXPECT_EQ(bind("RoiAlign",
+                 {{"coordinate_transformation_mode", std::string("half_pixel")},
+                  {"mode", std::string("avg")},
+                  {"sampling_ratio", int64_t{0}},
+                  {"spatial_scale", 1.0}},
+                 {x, r, b}, y)
+                .key,
+            plain.key);
+  for (const Attrs& changed :
+       {Attrs{{"coordinate_transformation_mode", std::string("output_half_pixel")}},
+        Attrs{{"mode", std::string("max")}}, Attrs{{"sampling_ratio", int64_t{2}}},
+        Attrs{{"spatial_scale", 0.25}}, Attrs{{"output_height", int64_t{7}}}}) {
+    EXPECT_NE(bind("RoiAlign", changed, {x, r, b}, y).key, plain.key);
+  }
+  ops::OpInstance op = plain.build(
+      {static_type({1, 2, 8, 8}), static_type({3, 4}), {vm::DType::kInt64, {arith::make_int(3)}}});
+  ASSERT_EQ(op.outputs.size(), 1u);
+  EXPECT_EQ(op.outputs[0]->shape()[0].int_value(), 3);
+  EXPECT_USER_ERROR(bind("RoiAlign", {{"mode", std::string("sum")}}, {x, r, b}, y),
+                    "unknown mode 'sum'");
+}
+
 TEST(Binding, VariadicOpsOfManyInputsAreOneKernel) {
   ValueFacts x = tensor(vm::DType::kFloat32, {2, 3, 4});
   for (const char* op : {"Sum", "Max", "Min", "Mean"}) {

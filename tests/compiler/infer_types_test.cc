@@ -153,11 +153,59 @@ TEST(InferTypes, ErrorsNameTheBinding) {
   EXPECT_USER_ERROR(inferred("fn @main(%x) {\n  return %x\n}"), "parameter %x has no type");
 }
 
+// RoiAlign: num_rois from rois (symbolic), channels from X, the bins from the attributes;
+// rois and batch_indices of different static lengths are refused.
+TEST(InferTypes, RoiAlignKeepsNumRoisSymbolic) {
+  EXPECT_EQ(inferred(R"(dim n: 0..
+dim h: 0..
+dim w: 0..
+dim k: 0..
+fn @main(%x: f32[n, 3, h, w], %r: f32[k, 4], %b: i64[k]) {
+  %y = RoiAlign(%x, %r, %b) {output_height=5, output_width=7}
+  return %y
+})"),
+            R"(dim n: 0..
+dim h: 0..
+dim w: 0..
+dim k: 0..
+
+fn @main(%x: f32[n, 3, h, w], %r: f32[k, 4], %b: i64[k]) -> f32[k, 3, 5, 7] {
+  %y: f32[k, 3, 5, 7] = RoiAlign(%x, %r, %b) {output_height=5, output_width=7}
+  return %y
+}
+)");
+  EXPECT_USER_ERROR(inferred("fn @main(%x: f32[1, 3, 8, 8], %r: f32[2, 4], %b: i64[3]) {\n"
+                             "  %y = RoiAlign(%x, %r, %b)\n  return %y\n}"),
+                    "%y = RoiAlign: rois has 2 rows but batch_indices 3 elements");
+  EXPECT_USER_ERROR(inferred("fn @main(%x: f32[1, 3, 8, 8], %r: f32[2, 5], %b: i64[2]) {\n"
+                             "  %y = RoiAlign(%x, %r, %b)\n  return %y\n}"),
+                    "%y = RoiAlign: rois must have 4 columns");
+}
+
 TEST(OpRegistry, EveryImportableOperatorHasATypeRelation) {
-  for (const char* op :
-       {"Add", "Conv", "LSTM", "Reshape", "Slice", "Softmax", "Resize", "Gather", "ReduceMean",
-        "BatchNormalization", "MatMul", "Concat", "Where", "CumSum", "Pad", "Expand", "NonZero",
-        "Unique", "NonMaxSuppression", "ScatterND", "Einsum", "DFT"}) {
+  for (const char* op : {"Add",
+                         "Conv",
+                         "LSTM",
+                         "Reshape",
+                         "Slice",
+                         "Softmax",
+                         "Resize",
+                         "Gather",
+                         "ReduceMean",
+                         "BatchNormalization",
+                         "MatMul",
+                         "Concat",
+                         "Where",
+                         "CumSum",
+                         "Pad",
+                         "Expand",
+                         "NonZero",
+                         "Unique",
+                         "NonMaxSuppression",
+                         "ScatterND",
+                         "Einsum",
+                         "DFT",
+                         "RoiAlign"}) {
     EXPECT_NE(find_op(op), nullptr) << op;
   }
   EXPECT_EQ(find_op("RandomUniformLike"), nullptr);  // random generators are out of scope

@@ -242,6 +242,19 @@ TEST(EndToEnd, PyTorchLoopModelsMatchPyTorch) {
              "tests/e2e/models/sign_branch_rnn/cases/2"});
 }
 
+// RoiAlign-10 (output_half_pixel, avg) and RoiAlign-16 (half_pixel, max), adaptive sampling,
+// compiled once with N, H, W and num_rois symbolic and no flags, at four sizes (one pixel, no
+// roi at all, rois past the image); references from ONNX Runtime, checked against the ONNX
+// operator in numpy (scripts/models/make_roi_align_models.py).
+TEST(EndToEnd, RoiAlignMatchesOnnxRuntimeAtEverySize) {
+  for (const char* name : {"roi_align_opset10", "roi_align_max"}) {
+    const std::string dir = std::string("tests/e2e/models/") + name;
+    SCOPED_TRACE(name);
+    run_cases(compile(dir + "/model.onnx", BuildOptions{}),
+              {dir + "/cases/0", dir + "/cases/1", dir + "/cases/2", dir + "/cases/3"});
+  }
+}
+
 // The dynamic corpus (scripts/models/export_dynamic_corpus.py): twelve models exported
 // from PyTorch the way real exporters write them (shapes computed with tensors, lengths from
 // values, run-time bounds, joins), each compiled once with NO flags and run at every case,
