@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Tuned versus default schedules, and both versus ONNX Runtime, in one run.
+
+For each model of dynamic_vs_static.py's MODELS: vmc compiles ONE dynamic executable with
+the templates' default schedules and ONE with a tuning log (vmc --tuning-log; the log is
+made here with vmtune at the table's sizes unless --log KEY=FILE gives one); both run at
+every size, interleaved in rounds with ONNX Runtime (onnxruntime-node, same threads), each
+keeping its best round's median. Ratios below 1 mean the first engine is faster.
+
+  usage: bench/tuned_vs_default.py BUILD_DIR [--threads N] [--repeat N] [--rounds N]
+                                   [--models a,b] [--trials N] [--log KEY=FILE]...
+"""
+import argparse
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dynamic_vs_static import MODELS, ROOT, best, fmt, ort_median, run, vmrun_median  # noqa: E402
+
+
+def tuning_sizes(sizes):
+    """vmtune --sizes specs for the table's sizes (fixed scalar inputs are not tensors)."""
+    specs = []
+    for _, shapes, fixed in sizes:
+        if fixed:
+            return None  # a model with scalar inputs: vmtune samples its own sizes
+        specs.append(";".join(f"{n}={'x'.join(map(str, s))}" for n, s in shapes.items()))
+    return specs
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build", nargs="?", default="build")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--trials", type=int, default=32)
+    ap.add_argument("--log", action="append", default=[], help="KEY=FILE: a tuning log to use")
+    a = ap.parse_args()
+    logs = dict(x.split("=", 1) for x in a.log)
+    ort = os.environ.get("ORT_RUN", os.path.join(os.path.dirname(ROOT), "shared/peer/ort_run.mjs"))
+    if not os.path.exists(ort):
+        print(f"(ONNX Runtime columns empty: {ort} not found)")
+        ort = None
+    tmp = tempfile.mkdtemp(prefix="dynvm_tuned_")
+    vmc, vmtune = f"{a.build}/tools/vmc", f"{a.build}/tools/vmtune"
+    print(f"threads: {a.threads}, repeat: {a.repeat}, rounds: {a.rounds} "
+          f"(best of the rounds' medians, ms)\n")
+    print("| model | size | default | tuned | tuned/default | ORT | default/ORT | tuned/ORT |")
+    print("|---|---|---|---|---|---|---|---|")
+    for key in a.models.split(","):
+        path, flags, sizes = MODELS[key]
+        model = os.path.join(ROOT, path)
+        log = logs.get(key)
+        if log is None:
+            log = os.path.join(tmp, f"{key}.tune.jsonl")
+            cmd = [vmtune, model, "-o", log, "--trials", str(a.trials), "--threads", str(a.threads),
+                   "-q"] + flags
+            for spec in tuning_sizes(sizes) or []:
+                cmd += ["--sizes", spec]
+            rc, _, err = run(cmd)
+            if rc != 0:
+                print(f"| {key} | — | not tuned: {err} | | | | | |")
+                continue
+        exes = {}
+        for kind, extra in (("default", []), ("tuned", ["--tuning-log", log])):
+            exes[kind] = os.path.join(tmp, f"{key}_{kind}.vmexe")
+            rc, _, err = run([vmc, model, "-o", exes[kind], "-q"] + flags + extra)
+            if rc != 0:
+                print(f"| {key} | — | not compiled ({kind}): {err} | | | | | |")
+                exes = None
+                break
+        if exes is None:
+            continue
+        for label, shapes, fixed in sizes:
+            t = {"default": None, "tuned": None, "ort": None}
+            for _ in range(a.rounds):
+                for kind in ("default", "tuned"):
+                    v, _ = vmrun_median(a.build, exes[kind], shapes, fixed, tmp, a.threads, a.repeat)
+                    t[kind] = best(t[kind], v)
+                t["ort"] = best(t["ort"], ort_median(ort, model, shapes, fixed, a.threads, a.repeat))
+            ratio = lambda x, y: t[x] / t[y] if t[x] and t[y] else None
+            print(f"| {key} | {label} | {fmt(t['default'])} | {fmt(t['tuned'])} "
+                  f"| {fmt(ratio('tuned', 'default'), '.2f')} | {fmt(t['ort'])} "
+                  f"| {fmt(ratio('default', 'ort'), '.2f')} | {fmt(ratio('tuned', 'ort'), '.2f')} |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
