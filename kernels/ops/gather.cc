@@ -175,17 +175,7 @@ OpInstance count_out_of_range(const TensorType& data, const TensorType& indices,
     return te::sum(tir::select(outside, tir::make_const_int(kI64, 1), tir::make_const_int(kI64, 0)),
                    axes);
   });
-  OpInstance op;
-  op.name = "count_out_of_range_" + dtype_suffix(indices.dtype);
-  op.inputs = {x, idx};
-  op.outputs = {out};
-  op.knobs = reduction_knobs({});
-  op.schedule = [out](const KnobValues&) {
-    te::Schedule s = te::create_schedule({out});
-    schedule_reduction(s, out, false);
-    return s;
-  };
-  return op;
+  return serial_scalar_op("count_out_of_range_" + dtype_suffix(indices.dtype), {x, idx}, out);
 }
 
 OpInstance reverse_sequence(const TensorType& x, const TensorType& sequence_lens, int64_t time_axis,

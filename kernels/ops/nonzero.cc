@@ -77,17 +77,7 @@ OpInstance count_nonzero(const TensorType& x) {
     te::IterVar r = te::reduce_axis(numel(x.shape), "r");
     return te::sum(one_if(is_nonzero(in, unravel(r.var, x.shape))), {r});
   });
-  OpInstance op;
-  op.name = "count_nonzero_" + dtype_suffix(x.dtype);
-  op.inputs = {in};
-  op.outputs = {out};
-  op.knobs = reduction_knobs({});
-  op.schedule = [out](const KnobValues&) {
-    te::Schedule s = te::create_schedule({out});
-    schedule_reduction(s, out, false);
-    return s;
-  };
-  return op;
+  return serial_scalar_op("count_nonzero_" + dtype_suffix(x.dtype), {in}, out);
 }
 
 OpInstance nonzero(const TensorType& x, const arith::Expr& count) {

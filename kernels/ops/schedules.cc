@@ -108,4 +108,18 @@ OpInstance injective_op(std::string name, std::vector<te::TensorRef> inputs, te:
   return op;
 }
 
+OpInstance serial_scalar_op(std::string name, std::vector<te::TensorRef> inputs,
+                            te::TensorRef out) {
+  OpInstance op;
+  op.name = std::move(name);
+  op.inputs = std::move(inputs);
+  op.outputs = {out};
+  op.schedule = [out](const KnobValues&) {
+    te::Schedule s = te::create_schedule({out});
+    schedule_reduction(s, out, false);
+    return s;
+  };
+  return op;
+}
+
 }  // namespace dynvm::ops

@@ -43,6 +43,10 @@ std::function<te::Schedule(const KnobValues&)> injective_schedule(std::vector<Kn
 // knobs and schedule, and the last dim as preferred multiple of the default vector width.
 OpInstance injective_op(std::string name, std::vector<te::TensorRef> inputs, te::TensorRef out);
 
+// A scalar `out` reduced from `inputs` in one serial loop nest (the counts the importer binds
+// beside data-sized ops): nothing to tune, so no knobs.
+OpInstance serial_scalar_op(std::string name, std::vector<te::TensorRef> inputs, te::TensorRef out);
+
 // For preferred_multiples: (var, factor) when the last dim is a bare symbolic variable.
 std::vector<std::pair<arith::Var, int64_t>> last_dim_multiple(const std::vector<arith::Expr>& shape,
                                                               int64_t factor);

@@ -161,7 +161,6 @@ OpInstance instance(std::string name, te::TensorRef in, std::vector<te::TensorRe
   op.name = std::move(name);
   op.inputs = {in};
   op.outputs = outputs;
-  op.knobs = reduction_knobs({});
   op.schedule = [outputs, stages](const KnobValues&) {
     te::Schedule s = te::create_schedule(outputs);
     for (const te::TensorRef& t : stages) {
