@@ -88,6 +88,24 @@ TEST_F(Vmtune, RecordsAreWrittenResumedAndApplied) {
   }
 }
 
+// A model with a scalar input that must hold a valid value (Silero VAD's sample rate):
+// --input gives it, the sizes give the tensors' shapes.
+TEST_F(Vmtune, InputsWithValuesTakeThemInEveryRun) {
+  const std::string model = std::string(DYNVM_SOURCE_DIR) + "/.models/silero_vad_v5.onnx";
+  const std::string sr = dir_ + "/sr.npy";
+  vm::write_npy(vm::Tensor::from_vector(std::vector<int64_t>{16000}, {}, vm::DType::kInt64), sr);
+  const std::string log = dir_ + "/silero.tune.jsonl";
+  Result r = run(VMTUNE_PATH, {model, "--input", "sr=" + sr, "--sizes", "input=2x512;state=2x2x128",
+                               "--trials", "2", "--max-kernels", "2", "-o", log, "-q"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err.find("vmtune: warning: skipping"), std::string::npos) << r.err;  // every size ran
+  EXPECT_GE(lines_of(log), 2u);
+  // Without a valid sample rate the model runs at none of the sizes: one line saying so.
+  Result none = run(VMTUNE_PATH, {model, "--sizes", "input=2x512;state=2x2x128", "-o", log, "-q"});
+  EXPECT_EQ(none.status, 1);
+  EXPECT_NE(none.err.find("the model ran at none of the sizes"), std::string::npos) << none.err;
+}
+
 TEST_F(Vmtune, BadCommandLinesAndRecordsAreOneLine) {
   auto expect_error = [&](const std::string& program, const std::vector<std::string>& args,
                           int status, const std::string& substring) {
@@ -99,6 +117,8 @@ TEST_F(Vmtune, BadCommandLinesAndRecordsAreOneLine) {
   expect_error(VMTUNE_PATH, {kDemo, "--trials", "0"}, 2, "vmtune: --trials: '0' is not a number");
   expect_error(VMTUNE_PATH, {kDemo, "--search", "genetic"}, 2, "is not model or random");
   expect_error(VMTUNE_PATH, {kDemo, "--sizes", "y=4x16"}, 2, "the model has no input y");
+  expect_error(VMTUNE_PATH, {kDemo, "--input", "y=a.npy"}, 2, "--input: the model has no input y");
+  expect_error(VMTUNE_PATH, {kDemo, "--input", "x"}, 2, "--input expects NAME=FILE.npy");
   expect_error(VMTUNE_PATH, {dir_ + "/missing.onnx"}, 1, "vmtune: ");
   const std::string bad = dir_ + "/bad.jsonl";
   std::ofstream(bad) << "{\"version\":1}\n{}\n";

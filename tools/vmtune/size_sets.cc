@@ -53,7 +53,8 @@ void check_dim(const vm::TensorSpec& in, size_t axis, int64_t value) {
 
 }  // namespace
 
-std::vector<SizeSet> parse_size_spec(const std::string& spec, const vm::Executable& exe) {
+std::vector<SizeSet> parse_size_spec(const std::string& spec, const vm::Executable& exe,
+                                     const std::set<std::string>& valued) {
   std::vector<SizeSet> sets;
   for (const std::string& one : expand_braces(spec)) {
     SizeSet set(exe.inputs.size());
@@ -89,7 +90,7 @@ std::vector<SizeSet> parse_size_spec(const std::string& spec, const vm::Executab
       given[index] = true;
     }
     for (size_t i = 0; i < exe.inputs.size(); ++i) {
-      if (given[i]) continue;
+      if (given[i] || valued.count(exe.inputs[i].name) > 0) continue;
       for (const vm::DimSpec& d : exe.inputs[i].dims) {
         if (d.is_symbolic()) {
           throw UsageError("--sizes: no size for input " + exe.inputs[i].name +
@@ -103,11 +104,13 @@ std::vector<SizeSet> parse_size_spec(const std::string& spec, const vm::Executab
   return sets;
 }
 
-std::vector<SizeSet> sample_size_sets(const vm::Executable& exe) {
+std::vector<SizeSet> sample_size_sets(const vm::Executable& exe,
+                                      const std::set<std::string>& valued) {
   constexpr int kSets = 3;
   std::vector<SizeSet> sets(kSets, SizeSet(exe.inputs.size()));
   std::map<std::string, std::vector<int64_t>> chosen;  // symbol -> its value in each set
   for (size_t i = 0; i < exe.inputs.size(); ++i) {
+    if (valued.count(exe.inputs[i].name) > 0) continue;
     for (size_t a = 0; a < exe.inputs[i].dims.size(); ++a) {
       const vm::DimSpec& d = exe.inputs[i].dims[a];
       if (!d.is_symbolic()) {

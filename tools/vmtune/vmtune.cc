@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <set>
 
 #include "kernels/tune/measure_worker.h"
 #include "tools/tool_main.h"
@@ -20,6 +21,7 @@
 #include "tools/vmtune/size_sets.h"
 #include "tools/vmtune/vmtune_options.h"
 #include "vm/executor.h"
+#include "vm/npy.h"
 #include "vm/program.h"
 
 namespace dynvm::vmtune {
@@ -85,14 +87,17 @@ std::vector<tune::Workload> workloads_of(const std::vector<compiler::KernelReque
 
 // Runs the model at every size set with the profiler on: where its kernels spend time.
 vm::Profile profile_model(const vm::Executable& exe, const std::vector<SizeSet>& sets,
-                          const Options& o) {
+                          const std::map<std::string, vm::Tensor>& valued, const Options& o) {
   auto program = vm::Program::load(exe);
   vm::TbbExecutor executor(program, o.tune.measure.threads);
   size_t ran = 0;
   for (const SizeSet& set : sets) {
     std::vector<vm::Value> inputs;
     for (size_t i = 0; i < set.size(); ++i) {
-      inputs.push_back(vmrun::random_tensor({set[i], exe.inputs[i].dtype}, 7 + i));
+      auto given = valued.find(exe.inputs[i].name);
+      inputs.push_back(given != valued.end()
+                           ? given->second
+                           : vmrun::random_tensor({set[i], exe.inputs[i].dtype}, 7 + i));
     }
     try {
       executor.run(inputs);  // warm: first-touch allocation, caches
@@ -192,17 +197,27 @@ int run(int argc, const char* const* argv) {
   if (chatty) std::cerr << "vmtune: compiling " << o.compile.model << "\n";
   vm::Executable exe = compiler::compile(std::move(module), o.compile.compile);
 
+  std::map<std::string, vm::Tensor> valued;
+  std::set<std::string> valued_names;
+  for (const auto& [name, path] : o.inputs) {
+    if (std::none_of(exe.inputs.begin(), exe.inputs.end(),
+                     [&](const vm::TensorSpec& t) { return t.name == name; })) {
+      throw UsageError("--input: the model has no input " + name);
+    }
+    valued[name] = vm::read_npy(path);
+    valued_names.insert(name);
+  }
   std::vector<SizeSet> sets;
   for (const std::string& spec : o.sizes) {
-    for (SizeSet& s : parse_size_spec(spec, exe)) sets.push_back(std::move(s));
+    for (SizeSet& s : parse_size_spec(spec, exe, valued_names)) sets.push_back(std::move(s));
   }
-  if (sets.empty()) sets = sample_size_sets(exe);
+  if (sets.empty()) sets = sample_size_sets(exe, valued_names);
   if (chatty) {
     std::cerr << "vmtune: profiling at";
     for (const SizeSet& s : sets) std::cerr << " [" << describe(s, exe) << "]";
     std::cerr << "\n";
   }
-  std::vector<tune::Workload> all = workloads_of(requests, profile_model(exe, sets, o), o);
+  std::vector<tune::Workload> all = workloads_of(requests, profile_model(exe, sets, valued, o), o);
   std::vector<tune::Workload> chosen;
   for (tune::Workload& w : all) {
     if (w.share < o.min_share) continue;

@@ -34,6 +34,7 @@ options:
   --sizes SPEC          input sizes to run the model at, e.g. 'x=1x3x48x{100,320,960}'
                         (inputs separated by ';', each {..} group multiplies; repeatable);
                         default: three sizes sampled from each symbolic dim's range
+  --input NAME=FILE.npy this value for input NAME in every run (e.g. a sample rate)
   --trials N            candidates measured per kernel (default 64)
   --batch N             candidates per compilation and measuring process (default 8)
   --search model|random the search: XGBoost-guided (default) or random, to compare
@@ -74,6 +75,13 @@ Options parse_options(int argc, const char* const* argv) {
       o.output = value(i, a);
     } else if (a == "--sizes") {
       o.sizes.push_back(value(i, a));
+    } else if (a == "--input") {
+      const std::string v = value(i, a);
+      const size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) {
+        throw UsageError("--input expects NAME=FILE.npy, got '" + v + "'");
+      }
+      o.inputs[v.substr(0, eq)] = v.substr(eq + 1);
     } else if (a == "--trials") {
       o.tune.trials = parse_number<int>(value(i, a), a, 1, 1000000);
     } else if (a == "--batch") {

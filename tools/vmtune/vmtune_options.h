@@ -2,6 +2,7 @@
 // compile it (--dim, --static, --no-fuse, ...) are vmc's, parsed by vmc's parser.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,8 @@ struct Options {
   vmc::Options compile;            // model, --dim, --static, ...
   std::string output;              // the records file (-o); default MODEL.tune.jsonl
   std::vector<std::string> sizes;  // --sizes specs (size_sets.h)
+  // --input NAME=FILE.npy: this value for input NAME in every run (a sample rate, a mask).
+  std::map<std::string, std::string> inputs;
   tune::TuneOptions tune;
   int max_sizes = 4;         // sizes per workload, the ones with the most time
   double min_share = 0.005;  // workloads under this share of kernel time are skipped
