@@ -2,6 +2,7 @@
 #include "compiler/lower/generate_kernels.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -10,21 +11,81 @@
 namespace dynvm::compiler {
 namespace {
 
-// The tuned knobs for `k`, when there are some that its template takes (a record made
+// Whether every knob of `knobs` is one of `specs` with one of its values (a record made
 // for another version of the template is ignored).
-const ops::KnobValues* tuned_knobs(const KernelRequest& k, const LowerOptions& options) {
-  auto it = options.tuned_knobs.find(k.workload);
-  if (it == options.tuned_knobs.end()) return nullptr;
-  const std::vector<ops::KnobSpec> specs = k.build(k.arg_types).knobs;
-  for (const auto& [name, value] : it->second) {
+bool template_takes(const std::vector<ops::KnobSpec>& specs, const ops::KnobValues& knobs) {
+  for (const auto& [name, value] : knobs) {
     auto spec = std::find_if(specs.begin(), specs.end(),
                              [&](const ops::KnobSpec& s) { return s.name == name; });
     if (spec == specs.end() || std::find(spec->candidates.begin(), spec->candidates.end(), value) ==
                                    spec->candidates.end()) {
-      return nullptr;
+      return false;
     }
   }
-  return &it->second;
+  return true;
+}
+
+// What tuning records say about `k`: knobs for every size, and sub-range knobs. Either is
+// empty when the records do not fit the kernel's template or arguments.
+struct TunedSchedule {
+  const ops::KnobValues* knobs = nullptr;
+  std::vector<LowerOptions::TunedRange> ranges;
+  bool tuned() const { return knobs != nullptr || !ranges.empty(); }
+  std::string note() const {
+    std::string out = "tuned: " + (knobs != nullptr ? ops::knobs_to_string(*knobs) : "defaults");
+    for (const LowerOptions::TunedRange& r : ranges) {
+      out += str_cat("; argument ", r.arg, " dim ", r.axis, " in ", r.lo, "..",
+                     r.hi == std::numeric_limits<int64_t>::max() ? "" : std::to_string(r.hi), ": ",
+                     ops::knobs_to_string(r.knobs));
+    }
+    return out;
+  }
+};
+
+TunedSchedule tuned_schedule(const KernelRequest& k, const LowerOptions& options) {
+  TunedSchedule t;
+  auto knobs = options.tuned_knobs.find(k.workload);
+  auto ranges = options.tuned_ranges.find(k.workload);
+  if (knobs == options.tuned_knobs.end() && ranges == options.tuned_ranges.end()) return t;
+  const std::vector<ops::KnobSpec> specs = k.build(k.arg_types).knobs;
+  if (knobs != options.tuned_knobs.end() && template_takes(specs, knobs->second)) {
+    t.knobs = &knobs->second;
+  }
+  if (ranges == options.tuned_ranges.end()) return t;
+  for (const LowerOptions::TunedRange& r : ranges->second) {
+    const bool fits = r.arg < k.arg_types.size() && r.axis < k.arg_types[r.arg].shape.size() &&
+                      k.arg_types[r.arg].shape[r.axis].kind() == arith::ExprKind::kVar &&
+                      r.lo <= r.hi && template_takes(specs, r.knobs);
+    if (!fits) return {t.knobs, {}};
+  }
+  t.ranges = ranges->second;
+  return t;
+}
+
+// `base` with a variant set per sub-range in front, each guarded by its range: the same
+// builder specialized with the range's knobs (its own static and residue variants, then its
+// symbolic one, all under the range's condition).
+dispatch::SpecializedOp with_ranges(dispatch::SpecializedOp base, const KernelRequest& k,
+                                    const dispatch::SpecializeOptions& so,
+                                    const std::vector<LowerOptions::TunedRange>& ranges) {
+  std::vector<dispatch::Variant> variants;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    dispatch::SpecializeOptions mine = so;
+    mine.knobs = ranges[i].knobs;
+    dispatch::SpecializedOp part =
+        dispatch::specialize(k.name + "_r" + std::to_string(i), k.build, k.arg_types, mine);
+    for (dispatch::Variant& v : part.variants) {
+      v.conditions.insert(v.conditions.begin(), vm::DimPredicate{ranges[i].arg, ranges[i].axis,
+                                                                 vm::DimPredicateKind::kRange,
+                                                                 ranges[i].lo, ranges[i].hi});
+      v.description = str_cat("argument ", ranges[i].arg, " dim ", ranges[i].axis, " in ",
+                              ranges[i].lo, "..", ranges[i].hi, ", ", v.description);
+      variants.push_back(std::move(v));
+    }
+  }
+  for (dispatch::Variant& v : base.variants) variants.push_back(std::move(v));
+  base.variants = std::move(variants);
+  return base;
 }
 
 }  // namespace
@@ -45,12 +106,12 @@ void generate_kernels(Lowered& lowered, const LowerOptions& options, KernelStats
                " kernels needed; compile for the CPU)");
   }
   std::vector<dispatch::SpecializedOp> ops;
-  std::vector<const ops::KnobValues*> tuned;
+  std::vector<TunedSchedule> tuned;
   for (const KernelRequest& k : kernels) {
-    tuned.push_back(tuned_knobs(k, options));
+    tuned.push_back(tuned_schedule(k, options));
     dispatch::SpecializeOptions so;
     so.residue_classes = options.residue_variants;
-    if (tuned.back() != nullptr) so.knobs = *tuned.back();
+    if (tuned.back().knobs != nullptr) so.knobs = *tuned.back().knobs;
     // Static sizes apply to the dims this kernel's arguments have alone.
     for (const auto& shape : options.static_shapes) {
       std::map<std::string, int64_t> mine;
@@ -64,6 +125,9 @@ void generate_kernels(Lowered& lowered, const LowerOptions& options, KernelStats
       if (!mine.empty()) so.static_shapes.push_back(mine);
     }
     ops.push_back(dispatch::specialize(k.name, k.build, k.arg_types, so));
+    if (!tuned.back().ranges.empty()) {
+      ops.back() = with_ranges(std::move(ops.back()), k, so, tuned.back().ranges);
+    }
   }
   dispatch::CompileOptions co;
   co.library_index = static_cast<uint32_t>(exe.libraries.size());
@@ -80,8 +144,8 @@ void generate_kernels(Lowered& lowered, const LowerOptions& options, KernelStats
         declared.num_outputs, " arguments and compiled with ", made.num_inputs, "+",
         made.num_outputs);
     s.variants += made.variants.size();
-    if (tuned[k] != nullptr) {
-      compiled.kernels[k].schedule = "tuned: " + ops::knobs_to_string(*tuned[k]);
+    if (tuned[k].tuned()) {
+      compiled.kernels[k].schedule = tuned[k].note();
       ++s.tuned;
     }
   }

@@ -50,6 +50,16 @@ struct LowerOptions {
   // Schedule knobs per workload (KernelRequest::workload), from tuning records (vmc
   // --tuning-log): every variant of such a kernel takes them; the others the defaults.
   std::map<std::string, ops::KnobValues> tuned_knobs;
+  // Sub-range schedules per workload: the sizes whose argument `arg` has dim `axis` in
+  // [lo, hi] run variants built with `knobs`, ahead of the kernel's other variants.
+  struct TunedRange {
+    uint32_t arg = 0;
+    uint32_t axis = 0;
+    int64_t lo = 0;
+    int64_t hi = 0;
+    ops::KnobValues knobs;
+  };
+  std::map<std::string, std::vector<TunedRange>> tuned_ranges;
   // Kernel compilation progress: (done, total, what).
   std::function<void(size_t, size_t, const std::string&)> progress;
 };

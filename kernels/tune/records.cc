@@ -17,6 +17,10 @@ std::string to_json_line(const TuningRecord& r) {
   json j = {{"version", r.version}, {"workload", r.workload}, {"kernel", r.kernel},
             {"target", r.target},   {"knobs", r.knobs},       {"sizes", sizes},
             {"cost_ns", r.cost_ns}, {"error", r.error}};
+  if (r.range) {
+    j["range"] = {
+        {"arg", r.range->arg}, {"axis", r.range->axis}, {"lo", r.range->lo}, {"hi", r.range->hi}};
+  }
   return j.dump();
 }
 
@@ -39,6 +43,12 @@ TuningRecord parse_record(const std::string& line) {
     }
     r.cost_ns = j.at("cost_ns").get<double>();
     r.error = j.at("error").get<std::string>();
+    if (j.contains("range")) {
+      const json& g = j.at("range");
+      r.range = SizeRange{g.at("arg").get<uint32_t>(), g.at("axis").get<uint32_t>(),
+                          g.at("lo").get<int64_t>(), g.at("hi").get<int64_t>()};
+      if (r.range->lo > r.range->hi) user_error("not a tuning record: an empty range");
+    }
   } catch (const json::exception& e) {
     // nlohmann's messages are one line: "[json.exception.type_error.302] type must be ...".
     user_error("not a tuning record: ", e.what());
@@ -83,11 +93,29 @@ std::map<std::string, TuningRecord> best_records(const std::vector<TuningRecord>
                                                  const std::string& target) {
   std::map<std::string, TuningRecord> best;
   for (const TuningRecord& r : records) {
-    if (!r.ok() || (!target.empty() && r.target != target)) continue;
+    if (!r.ok() || r.range || (!target.empty() && r.target != target)) continue;
     auto it = best.find(r.workload);
     if (it == best.end() || r.cost_ns < it->second.cost_ns) best[r.workload] = r;
   }
   return best;
+}
+
+std::map<std::string, std::vector<TuningRecord>> range_records(
+    const std::vector<TuningRecord>& records, const std::string& target) {
+  std::map<std::string, std::vector<TuningRecord>> latest;
+  const TuningRecord* previous = nullptr;
+  for (const TuningRecord& r : records) {
+    const bool mine = r.range && r.ok() && (target.empty() || r.target == target);
+    if (mine) {
+      const bool continues = previous != nullptr && previous->range &&
+                             previous->workload == r.workload && previous->target == r.target;
+      std::vector<TuningRecord>& group = latest[r.workload];
+      if (!continues) group.clear();
+      group.push_back(r);
+    }
+    previous = &r;
+  }
+  return latest;
 }
 
 }  // namespace dynvm::tune

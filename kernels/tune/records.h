@@ -11,14 +11,20 @@
 // weight in the model's time and the median time there; cost_ns is the weighted mean of
 // those times, what candidates of one workload are ranked by. A candidate that failed to
 // build, crashed, hung or computed a different result has an `error` and no cost.
+//
+// A record with a `range` ({"arg":0,"axis":3,"lo":0,"hi":80}) is not a measurement but a
+// choice vmtune made after a workload's search (ranges.h): these knobs for the sizes whose
+// argument dim lies in the range. They come in groups that cover the dim.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kernels/ops/op.h"
+#include "kernels/tune/ranges.h"
 #include "vm/profile.h"
 
 namespace dynvm::tune {
@@ -39,7 +45,8 @@ struct TuningRecord {
   ops::KnobValues knobs;
   std::vector<SizeCost> sizes;
   double cost_ns = 0;
-  std::string error;  // empty when measured and checked
+  std::string error;               // empty when measured and checked
+  std::optional<SizeRange> range;  // set on a sub-range choice
   bool ok() const { return error.empty(); }
 };
 
@@ -55,8 +62,12 @@ std::vector<TuningRecord> read_records(const std::string& path);
 void append_record(const std::string& path, const TuningRecord& r);
 
 // The measured record of least cost for each workload, among those made for `target`
-// (all targets when empty).
+// (all targets when empty). Sub-range choices are not measurements: they are left out.
 std::map<std::string, TuningRecord> best_records(const std::vector<TuningRecord>& records,
                                                  const std::string& target = "");
+// Each workload's latest group of sub-range choices (consecutive range records) for
+// `target`.
+std::map<std::string, std::vector<TuningRecord>> range_records(
+    const std::vector<TuningRecord>& records, const std::string& target = "");
 
 }  // namespace dynvm::tune

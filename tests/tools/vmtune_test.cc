@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "kernels/tune/records.h"
 #include "tests/support/run_program.h"
 #include "vm/npy.h"
 
@@ -44,6 +45,8 @@ class Vmtune : public ::testing::Test {
     return static_cast<size_t>(
         std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n'));
   }
+  // vmrun on the demo's reference input of length `seq`: y and deltas match ONNX Runtime's.
+  void expect_reference_outputs(const std::string& exe, int seq);
   std::string dir_;
 };
 
@@ -70,20 +73,66 @@ TEST_F(Vmtune, RecordsAreWrittenResumedAndApplied) {
   EXPECT_EQ(info.out.find(" 0 with tuned schedules"), std::string::npos) << info.out;
   EXPECT_NE(info.out.find(": tuned: "), std::string::npos) << info.out;
 
-  const std::string ref = std::string(DYNVM_SOURCE_DIR) + "/examples/demo/reference/seq_7";
-  Result ran = run(VMRUN_PATH,
-                   {exe, "--input", "x=" + ref + "/inputs/x.npy", "--output-dir", dir_ + "/out"});
+  expect_reference_outputs(exe, 7);
+}
+
+// Sub-range schedules (kernels/tune/ranges.h): records that give a kernel other knobs for
+// sizes up to 8 along a dim that varies become variants under a range condition, and the
+// executable computes the same at sizes on both sides.
+TEST_F(Vmtune, SubRangeSchedulesBecomeGuardedVariants) {
+  const std::string log = dir_ + "/demo.tune.jsonl";
+  Result tuned = run(VMTUNE_PATH, {kDemo, "-o", log, "--trials", "2", "--max-kernels", "1",
+                                   "--sizes", "x={4,32}x16", "-q"});
+  ASSERT_EQ(tuned.status, 0) << tuned.err;
+  std::vector<tune::TuningRecord> records = tune::read_records(log);
+  ASSERT_FALSE(records.empty());
+  const tune::TuningRecord measured = records.front();
+  ASSERT_EQ(measured.sizes.size(), 2u);
+  // The first argument dim that differs between the two sizes is symbolic in the kernel.
+  uint32_t arg = 0, axis = 0;
+  bool found = false;
+  for (uint32_t a = 0; a < measured.sizes[0].args.size() && !found; ++a) {
+    for (uint32_t d = 0; d < measured.sizes[0].args[a].size() && !found; ++d) {
+      if (measured.sizes[0].args[a][d] != measured.sizes[1].args[a][d]) {
+        arg = a;
+        axis = d;
+        found = true;
+      }
+    }
+  }
+  ASSERT_TRUE(found);
+  const std::string ranged = dir_ + "/ranged.jsonl";
+  for (auto [lo, hi] : {std::pair<int64_t, int64_t>{0, 8}, {9, INT64_MAX}}) {
+    tune::TuningRecord r = measured;
+    r.range = tune::SizeRange{arg, axis, lo, hi};
+    tune::append_record(ranged, r);
+  }
+  const std::string exe = dir_ + "/demo.vmexe";
+  Result vmc = run(VMC_PATH, {kDemo, "-o", exe, "--tuning-log", ranged});
+  ASSERT_EQ(vmc.status, 0) << vmc.err;
+  Result info = run(VMRUN_PATH, {exe, "--info"});
+  EXPECT_NE(info.out.find(" in 0..8: "), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find(" in 9..: "), std::string::npos) << info.out;
+  expect_reference_outputs(exe, 7);
+  expect_reference_outputs(exe, 64);
+}
+
+void Vmtune::expect_reference_outputs(const std::string& exe, int seq) {
+  const std::string ref =
+      std::string(DYNVM_SOURCE_DIR) + "/examples/demo/reference/seq_" + std::to_string(seq);
+  const std::string out = dir_ + "/out_" + std::to_string(seq);
+  Result ran = run(VMRUN_PATH, {exe, "--input", "x=" + ref + "/inputs/x.npy", "--output-dir", out});
   ASSERT_EQ(ran.status, 0) << ran.err;
   for (const char* name : {"y", "deltas"}) {
-    vm::Tensor got = vm::read_npy(dir_ + "/out/" + name + ".npy");
+    vm::Tensor got = vm::read_npy(out + "/" + name + ".npy");
     vm::Tensor want = vm::read_npy(ref + "/outputs/" + name + ".npy");
-    ASSERT_EQ(got.shape(), want.shape()) << name;
+    ASSERT_EQ(got.shape(), want.shape()) << name << " at seq " << seq;
     ASSERT_EQ(got.dtype(), vm::DType::kFloat32) << name;
     for (int64_t i = 0; i < got.numel(); ++i) {
       const double g = got.data_as<float>()[i];
       const double w = want.dtype() == vm::DType::kFloat64 ? want.data_as<double>()[i]
                                                            : want.data_as<float>()[i];
-      EXPECT_NEAR(g, w, 1e-4 + 1e-3 * std::abs(w)) << name << "[" << i << "]";
+      EXPECT_NEAR(g, w, 1e-4 + 1e-3 * std::abs(w)) << name << "[" << i << "] at seq " << seq;
     }
   }
 }

@@ -64,8 +64,15 @@ int run(int argc, const char* const* argv) {
   if (!o.tuning_log.empty()) {
     if (!std::filesystem::exists(o.tuning_log)) user_error("cannot open ", o.tuning_log);
     const std::string target = o.compile.lower.target.description();
-    for (auto& [workload, record] : tune::best_records(tune::read_records(o.tuning_log), target)) {
+    const std::vector<tune::TuningRecord> records = tune::read_records(o.tuning_log);
+    for (auto& [workload, record] : tune::best_records(records, target)) {
       o.compile.lower.tuned_knobs[workload] = record.knobs;
+    }
+    for (auto& [workload, group] : tune::range_records(records, target)) {
+      for (const tune::TuningRecord& r : group) {
+        o.compile.lower.tuned_ranges[workload].push_back(
+            {r.range->arg, r.range->axis, r.range->lo, r.range->hi, r.knobs});
+      }
     }
   }
   // The first step, reported as the compiler reports its own.

@@ -16,6 +16,7 @@
 #include <set>
 
 #include "kernels/tune/measure_worker.h"
+#include "kernels/tune/ranges.h"
 #include "tools/tool_main.h"
 #include "tools/vmrun/input_binding.h"
 #include "tools/vmtune/size_sets.h"
@@ -233,12 +234,14 @@ int run(int argc, const char* const* argv) {
   }
 
   std::vector<tune::TuningRecord> previous = tune::read_records(o.output);
+  auto previous_ranges = tune::range_records(previous, o.tune.measure.target.description());
   tune::Tuner tuner(o.tune, previous);
   ProgressLine line(chatty);
   const auto tuning_start = Clock::now();
   int trials_done = 0;
   const int trials_total = o.tune.trials * static_cast<int>(chosen.size());
   std::vector<tune::TuneResult> results;
+  std::vector<std::vector<tune::RangeChoice>> splits;
   for (size_t i = 0; i < chosen.size(); ++i) {
     const tune::Workload& w = chosen[i];
     tune::TuneResult r = tuner.tune(w, [&](const tune::TuneProgress& p) {
@@ -255,6 +258,26 @@ int run(int argc, const char* const* argv) {
                         p.budget, " trials  ", best, "  ETA ", format_duration(eta)));
     });
     trials_done += std::min(r.trials, o.tune.trials);
+    // Sub-range schedules where one schedule cannot serve every size (ranges.h).
+    std::vector<tune::RangeChoice> split = tune::split_by_range(w, r.measured);
+    const auto& earlier = previous_ranges[w.key];
+    const bool known = earlier.size() == split.size() &&
+                       std::equal(split.begin(), split.end(), earlier.begin(),
+                                  [](const tune::RangeChoice& c, const tune::TuningRecord& e) {
+                                    return e.range == c.range && e.knobs == c.knobs;
+                                  });
+    for (const tune::RangeChoice& c : known ? std::vector<tune::RangeChoice>{} : split) {
+      tune::TuningRecord record;
+      record.workload = w.key;
+      record.kernel = w.name;
+      record.target = o.tune.measure.target.description();
+      record.knobs = c.knobs;
+      record.range = c.range;
+      record.cost_ns = c.cost_ns;
+      for (size_t s : c.sizes) record.sizes.push_back({w.sizes[s].args, w.sizes[s].weight, 0});
+      tune::append_record(o.output, record);
+    }
+    splits.push_back(std::move(split));
     results.push_back(std::move(r));
   }
   line.clear();
@@ -279,6 +302,18 @@ int run(int argc, const char* const* argv) {
                 ops::knobs_to_string(r.best).c_str());
   }
   print_size_regret(chosen, results);
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    if (splits[i].empty()) continue;
+    double cost = 0;
+    for (const tune::RangeChoice& c : splits[i]) cost += c.cost_ns;
+    const tune::SizeRange& r = splits[i][0].range;
+    std::printf(
+        "%s: by argument %u dim %u, <= %lld: %s; above: %s (%.0f%% less time than one "
+        "schedule)\n",
+        chosen[i].name.c_str(), r.arg, r.axis, static_cast<long long>(r.hi),
+        ops::knobs_to_string(splits[i][0].knobs).c_str(),
+        ops::knobs_to_string(splits[i][1].knobs).c_str(), 100 * (1 - cost / results[i].best_ns));
+  }
   const double s = std::chrono::duration<double>(Clock::now() - start).count();
   if (before > 0) {
     std::printf("tuned kernels: %.2fx faster where measured (%.0f%% of kernel time); %s in all\n",

@@ -15,6 +15,7 @@
 #include "kernels/tune/knob_space.h"
 #include "kernels/tune/measure.h"
 #include "kernels/tune/measure_protocol.h"
+#include "kernels/tune/ranges.h"
 #include "kernels/tune/records.h"
 #include "tests/support/expect_user_error.h"
 
@@ -118,6 +119,61 @@ TEST_F(RecordsFile, ACutShortLastLineIsSkippedAndOtherDamageNamed) {
   EXPECT_USER_ERROR(read_records(path_), path_ + ":2: not a tuning record");
   EXPECT_USER_ERROR(parse_record(R"({"version":99,"workload":"x"})"),
                     "tuning record version 99 (this dynvm reads version 1)");
+}
+
+TEST_F(RecordsFile, SubRangeChoicesRoundTripAndTheLatestGroupCounts) {
+  auto choice = [](int64_t lo, int64_t hi, int64_t tile) {
+    TuningRecord r = sample_record(100);
+    r.range = SizeRange{0, 0, lo, hi};
+    r.knobs = {{"tile_m", tile}};
+    return r;
+  };
+  append_record(path_, choice(0, 8, 4));
+  append_record(path_, choice(9, INT64_MAX, 16));
+  append_record(path_, sample_record(90));  // a measurement in between ends the group
+  append_record(path_, choice(0, 32, 8));
+  append_record(path_, choice(33, INT64_MAX, 32));
+  std::vector<TuningRecord> back = read_records(path_);
+  ASSERT_EQ(back.size(), 5u);
+  EXPECT_EQ(back[1].range, (SizeRange{0, 0, 9, INT64_MAX}));
+  EXPECT_FALSE(back[2].range.has_value());
+  auto groups = range_records(back, "x86_64 test");
+  ASSERT_EQ(groups.size(), 1u);
+  const std::vector<TuningRecord>& latest = groups.begin()->second;
+  ASSERT_EQ(latest.size(), 2u);
+  EXPECT_EQ(latest[0].range->hi, 32);
+  EXPECT_EQ(latest[1].knobs.at("tile_m"), 32);
+  // Choices are not measurements: the best measured record is still the measured one.
+  EXPECT_EQ(best_records(back).begin()->second.cost_ns, 90);
+}
+
+// Three configurations measured at four sizes along a symbolic dim: A is best at the two
+// small sizes, B at the two large ones, C is second everywhere.
+TEST(SplitByRange, TwoConfigurationsWhenNoneServesTheWholeRange) {
+  Workload w;
+  w.arg_types = {{vm::DType::kFloat32, {arith::Var("s0"), arith::make_int(8)}}};
+  for (int64_t n : {4, 16, 64, 256}) w.sizes.push_back({{{n, 8}, {n, 8}}, 0.25});
+  auto m = [](int64_t a, std::vector<double> ns) {
+    Measurement x;
+    x.knobs = {{"a", a}};
+    x.ns = std::move(ns);
+    return x;
+  };
+  std::vector<Measurement> measured{m(1, {1, 2, 40, 200}), m(2, {5, 9, 10, 40}),
+                                    m(3, {2, 3, 12, 50})};
+  std::vector<RangeChoice> split = split_by_range(w, measured);
+  ASSERT_EQ(split.size(), 2u);
+  EXPECT_EQ(split[0].range, (SizeRange{0, 0, 0, 16}));
+  EXPECT_EQ(split[0].knobs.at("a"), 1);
+  EXPECT_EQ(split[1].range, (SizeRange{0, 0, 17, INT64_MAX}));
+  EXPECT_EQ(split[1].knobs.at("a"), 2);
+  EXPECT_DOUBLE_EQ(split[0].cost_ns + split[1].cost_ns, 0.25 * (1 + 2 + 10 + 40));
+  // One configuration best everywhere: nothing to split.
+  std::vector<Measurement> dominated{m(1, {1, 2, 4, 8}), m(2, {2, 3, 5, 9})};
+  EXPECT_TRUE(split_by_range(w, dominated).empty());
+  // A dim that is static in the kernel is never split on.
+  w.arg_types[0].shape[0] = arith::make_int(4);
+  EXPECT_TRUE(split_by_range(w, measured).empty());
 }
 
 TEST(MeasureProtocol, RequestsAndResultsRoundTrip) {
