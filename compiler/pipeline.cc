@@ -14,6 +14,7 @@
 #include "compiler/lower/plan_memory.h"
 #include "compiler/passes/dce.h"
 #include "compiler/passes/expand_recurrent.h"
+#include "compiler/passes/fold_batch_norm.h"
 #include "compiler/passes/fold_constants.h"
 #include "compiler/passes/fuse_ops.h"
 #include "compiler/passes/infer_types.h"
@@ -92,6 +93,8 @@ constexpr Step kSteps[] = {
      [](Compilation& c, const CompileOptions&) { return graph(c, simplify(c.typed)); }},
     {"fold_constants", Form::kGraph,
      [](Compilation& c, const CompileOptions&) { return graph(c, fold_constants(c.typed)); }},
+    {"fold_batch_norm", Form::kGraph,
+     [](Compilation& c, const CompileOptions&) { return graph(c, fold_batch_norm(c.typed)); }},
     {"dce", Form::kGraph,
      [](Compilation& c, const CompileOptions&) { return graph(c, dce(c.typed)); }},
     {"fuse_ops", Form::kGraph,

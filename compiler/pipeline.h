@@ -9,6 +9,7 @@
 //     infer_types       types with symbolic dims, known shape values
 //     simplify          identities bypassed, data-movement chains shortened, dims canonical
 //     fold_constants    all-constant calls evaluated
+//     fold_batch_norm   BatchNormalization folded into the Conv that feeds it
 //     dce               dead lets and unreachable functions removed
 //     fuse_ops          epilogue fusion into primitive functions (--no-fuse skips it)
 //   place_devices       where each value lives, the copies between devices (an analysis)

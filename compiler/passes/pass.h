@@ -54,6 +54,18 @@ struct TypedModule {
   std::vector<std::string> warnings;
 };
 
+// A compile-time constant operand's value: a Constant's, or that of a let variable `facts`
+// know to be constant; an undefined tensor otherwise.
+inline vm::Tensor constant_operand(const std::unordered_map<uint64_t, ValueFacts>& facts,
+                                   const Expr& e) {
+  if (e.kind() == ExprKind::kConstant) return e->value;
+  if (e.kind() == ExprKind::kVar) {
+    auto it = facts.find(e->var_id);
+    if (it != facts.end()) return it->second.constant;
+  }
+  return {};
+}
+
 // A pass's module and its report. It is a TypedModule, so one pass's result is the next
 // one's input.
 struct PassResult : TypedModule {

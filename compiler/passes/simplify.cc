@@ -267,14 +267,7 @@ class Simplifier : public ExprMutator {
   // ---- facts of operands ----
 
   // A compile-time constant operand's value (a Constant, or a variable bound to one).
-  vm::Tensor constant_of(const Expr& e) const {
-    if (e.kind() == ExprKind::kConstant) return e->value;
-    if (e.kind() == ExprKind::kVar) {
-      auto it = facts_.find(e->var_id);
-      if (it != facts_.end()) return it->second.constant;
-    }
-    return {};
-  }
+  vm::Tensor constant_of(const Expr& e) const { return constant_operand(facts_, e); }
 
   // An integer (or bool) operand's elements, when all are known at compile time.
   std::optional<std::vector<int64_t>> known_ints(const Expr& e) const {

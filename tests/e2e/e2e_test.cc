@@ -255,6 +255,23 @@ TEST(EndToEnd, RoiAlignMatchesOnnxRuntimeAtEverySize) {
   }
 }
 
+// Conv -> BatchNormalization pairs folded into one Conv (compiler/passes/fold_batch_norm),
+// one Conv whose output is also read elsewhere left with its BatchNormalization; N, H, W
+// symbolic, three sizes down to 1x1, references from the ONNX definitions in float64 numpy
+// (scripts/models/make_conv_bn_model.py).
+TEST(EndToEnd, BatchNormFoldedIntoConvMatchesTheUnfoldedMath) {
+  const std::string dir = "tests/e2e/models/conv_bn";
+  std::ostringstream log;
+  BuildOptions options;
+  options.time_passes = true;
+  options.log = &log;
+  run_cases(compile(dir + "/model.onnx", options),
+            {dir + "/cases/0", dir + "/cases/1", dir + "/cases/2"});
+  EXPECT_NE(log.str().find("fold_batch_norm: "), std::string::npos) << log.str();
+  EXPECT_NE(log.str().find("2 BatchNormalization folded into their Conv"), std::string::npos)
+      << log.str();
+}
+
 // The dynamic corpus (scripts/models/export_dynamic_corpus.py): twelve models exported
 // from PyTorch the way real exporters write them (shapes computed with tensors, lengths from
 // values, run-time bounds, joins), each compiled once with NO flags and run at every case,
@@ -565,8 +582,8 @@ TEST_F(Vmc, DumpIrAndTimePasses) {
   // Every step, from the import to kernel generation, reports itself.
   for (const char* step :
        {"import", "static", "version_entry", "expand_recurrent", "infer_types", "simplify",
-        "fold_constants", "dce", "fuse_ops", "place_devices", "emit_bytecode", "plan_memory",
-        "insert_frees", "allocate_registers", "generate_kernels"}) {
+        "fold_constants", "fold_batch_norm", "dce", "fuse_ops", "place_devices", "emit_bytecode",
+        "plan_memory", "insert_frees", "allocate_registers", "generate_kernels"}) {
     EXPECT_NE(r.err.find(std::string("[time] ") + step + ": "), std::string::npos) << step;
   }
   // A step that had nothing to do says so (no --dim N=V1,V2: nothing to version).
@@ -581,7 +598,7 @@ TEST_F(Vmc, DumpsEveryStepAndVerifiesEachOnRequest) {
                 "seq=1..512", "--dump-ir", "after:all", "--verify-each", "-q"});
   ASSERT_EQ(r.status, 0) << r.err;
   for (const char* step : {"import", "static", "version_entry", "expand_recurrent", "infer_types",
-                           "simplify", "fold_constants", "dce", "fuse_ops"}) {
+                           "simplify", "fold_constants", "fold_batch_norm", "dce", "fuse_ops"}) {
     EXPECT_NE(r.err.find(std::string("// IR after ") + step + "\n"), std::string::npos) << step;
   }
   EXPECT_NE(r.err.find("// placement after place_devices\nkernel device cpu\n"), std::string::npos);

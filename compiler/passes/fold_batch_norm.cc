@@ -1,0 +1,111 @@
+// BatchNormalization folded into its Conv (see fold_batch_norm.h).
+#include "compiler/passes/fold_batch_norm.h"
+
+#include <cmath>
+#include <unordered_map>
+
+#include "compiler/ir/functor.h"
+#include "vm/error.h"
+
+namespace dynvm::compiler {
+namespace {
+
+// How many times each variable is read, anywhere in the module.
+class CountUses : public ExprVisitor {
+ public:
+  std::unordered_map<uint64_t, size_t> uses;
+
+ protected:
+  void visit_var(const Expr& e) override { ++uses[e->var_id]; }
+};
+
+bool is_f32(const vm::Tensor& t) { return t.defined() && t.dtype() == vm::DType::kFloat32; }
+
+class FoldBatchNorm : public ExprMutator {
+ public:
+  FoldBatchNorm(const TypedModule& typed, FoldBatchNormStats& stats)
+      : facts_(typed.facts), stats_(stats) {
+    CountUses count;
+    count.visit_module(typed.module);
+    uses_ = std::move(count.uses);
+  }
+
+ protected:
+  Binding rewrite_binding(const Expr& var, const Expr& original) override {
+    Expr value = mutate(original);
+    if (value.kind() == ExprKind::kCall) {
+      defined_[var->var_id] = value;
+      if (value->name == "BatchNormalization") {
+        if (Expr folded = fold(value); folded.defined()) {
+          ++stats_.folded;
+          defined_[var->var_id] = folded;
+          return {var, folded};
+        }
+      }
+    }
+    return {var, value};
+  }
+
+ private:
+  // The Conv with the normalization folded into its weights, or an undefined Expr.
+  Expr fold(const Expr& bn) const {
+    if (bn->operands.size() != 5 || !bn.type().defined() || !bn.type().is_tensor()) return {};
+    if (attr_int(bn->attrs, "training_mode", 0, "BatchNormalization") != 0) return {};
+    const Expr& input = bn->operands[0];
+    if (input.kind() != ExprKind::kVar || uses_.at(input->var_id) != 1) return {};
+    auto def = defined_.find(input->var_id);
+    if (def == defined_.end() || def->second->name != "Conv") return {};
+    const Expr& conv = def->second;
+    if (conv->operands.size() < 2 || conv->operands.size() > 3) return {};
+    const vm::Tensor w = constant_operand(facts_, conv->operands[1]);
+    const vm::Tensor bias =
+        conv->operands.size() == 3 ? constant_operand(facts_, conv->operands[2]) : vm::Tensor();
+    if (!is_f32(w) || w.shape().empty() || (conv->operands.size() == 3 && !is_f32(bias))) {
+      return {};
+    }
+    const int64_t channels = w.shape()[0];
+    std::vector<vm::Tensor> stats;  // scale, B, mean, var
+    for (size_t i = 1; i < 5; ++i) {
+      stats.push_back(constant_operand(facts_, bn->operands[i]));
+      if (!is_f32(stats.back()) || stats.back().numel() != channels) return {};
+    }
+    if (bias.defined() && bias.numel() != channels) return {};
+    const double eps = attr_float(bn->attrs, "epsilon", 1e-5, "BatchNormalization");
+
+    vm::Tensor folded_w = vm::Tensor::empty(w.shape(), vm::DType::kFloat32);
+    vm::Tensor folded_b = vm::Tensor::empty({channels}, vm::DType::kFloat32);
+    const int64_t per_channel = channels > 0 ? w.numel() / channels : 0;
+    auto at = [](const vm::Tensor& t, int64_t i) { return double{t.data_as<float>()[i]}; };
+    for (int64_t o = 0; o < channels; ++o) {
+      const double a = at(stats[0], o) / std::sqrt(at(stats[3], o) + eps);
+      for (int64_t k = 0; k < per_channel; ++k) {
+        const int64_t i = o * per_channel + k;
+        folded_w.data_as<float>()[i] = static_cast<float>(at(w, i) * a);
+      }
+      const double b = bias.defined() ? at(bias, o) : 0.0;
+      folded_b.data_as<float>()[o] =
+          static_cast<float>((b - at(stats[2], o)) * a + at(stats[1], o));
+    }
+    return make_call("Conv", {conv->operands[0], make_constant(folded_w), make_constant(folded_b)},
+                     conv->attrs, bn.type());
+  }
+
+  const std::unordered_map<uint64_t, ValueFacts>& facts_;
+  FoldBatchNormStats& stats_;
+  std::unordered_map<uint64_t, size_t> uses_;
+  std::unordered_map<uint64_t, Expr> defined_;  // let variable -> its (rewritten) call
+};
+
+}  // namespace
+
+PassResult fold_batch_norm(const TypedModule& in, FoldBatchNormStats* stats) {
+  FoldBatchNormStats local;
+  FoldBatchNormStats& s = stats != nullptr ? *stats : local;
+  TypedModule out = in;
+  FoldBatchNorm folder(in, s);
+  out.module = folder.mutate_module(in.module);
+  return PassResult(std::move(out), s.folded > 0,
+                    str_cat(s.folded, " BatchNormalization folded into their Conv"));
+}
+
+}  // namespace dynvm::compiler
