@@ -16,17 +16,20 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dynamic_vs_static import MODELS, ROOT, best, fmt, ort_median, run, vmrun_median  # noqa: E402
+from dynamic_vs_static import (MODELS, ROOT, best, fmt, ort_median, run,  # noqa: E402
+                               scalar_file, vmrun_median)
 
 
-def tuning_sizes(sizes):
-    """vmtune --sizes specs for the table's sizes (fixed scalar inputs are not tensors)."""
-    specs = []
+def tuning_runs(sizes, tmp):
+    """vmtune arguments for the table's sizes: one run per set of fixed input values (a
+    sample rate), each with its --input files and its --sizes."""
+    runs = {}
     for _, shapes, fixed in sizes:
-        if fixed:
-            return None  # a model with scalar inputs: vmtune samples its own sizes
-        specs.append(";".join(f"{n}={'x'.join(map(str, s))}" for n, s in shapes.items()))
-    return specs
+        key = tuple(sorted(fixed.items()))
+        spec = ";".join(f"{n}={'x'.join(map(str, s))}" for n, s in shapes.items())
+        runs.setdefault(key, []).extend(["--sizes", spec])
+    return [[x for name, value in key for x in ("--input", f"{name}={scalar_file(tmp, value)}")]
+            + args for key, args in runs.items()]
 
 
 def main():
@@ -56,11 +59,12 @@ def main():
         log = logs.get(key)
         if log is None:
             log = os.path.join(tmp, f"{key}.tune.jsonl")
-            cmd = [vmtune, model, "-o", log, "--trials", str(a.trials), "--threads", str(a.threads),
-                   "-q"] + flags
-            for spec in tuning_sizes(sizes) or []:
-                cmd += ["--sizes", spec]
-            rc, _, err = run(cmd)
+            rc, err = 0, ""
+            for extra in tuning_runs(sizes, tmp):
+                rc, _, err = run([vmtune, model, "-o", log, "--trials", str(a.trials), "--threads",
+                                  str(a.threads), "-q"] + flags + extra)
+                if rc != 0:
+                    break
             if rc != 0:
                 print(f"| {key} | — | not tuned: {err} | | | | | |")
                 continue
