@@ -11,16 +11,16 @@
 namespace dynvm::compiler {
 namespace {
 
-// Whether every knob of `knobs` is one of `specs` with one of its values (a record made
-// for another version of the template is ignored).
+// Whether every knob of `knobs` is one of `specs` with one of its values or its default (a
+// record made for another version of the template is ignored).
 bool template_takes(const std::vector<ops::KnobSpec>& specs, const ops::KnobValues& knobs) {
   for (const auto& [name, value] : knobs) {
     auto spec = std::find_if(specs.begin(), specs.end(),
                              [&](const ops::KnobSpec& s) { return s.name == name; });
-    if (spec == specs.end() || std::find(spec->candidates.begin(), spec->candidates.end(), value) ==
-                                   spec->candidates.end()) {
-      return false;
-    }
+    if (spec == specs.end()) return false;
+    const bool candidate = std::find(spec->candidates.begin(), spec->candidates.end(), value) !=
+                           spec->candidates.end();
+    if (!candidate && value != spec->default_value) return false;
   }
   return true;
 }

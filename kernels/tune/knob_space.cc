@@ -8,7 +8,13 @@
 namespace dynvm::tune {
 
 KnobSpace::KnobSpace(std::vector<ops::KnobSpec> knobs) : knobs_(std::move(knobs)) {
-  for (const ops::KnobSpec& k : knobs_) {
+  for (ops::KnobSpec& k : knobs_) {
+    // A template may default to a value fitted to the shape (a conv's width tile of 3 for
+    // an output 3 wide) that is not among the candidates: the space holds it too.
+    if (std::find(k.candidates.begin(), k.candidates.end(), k.default_value) ==
+        k.candidates.end()) {
+      k.candidates.push_back(k.default_value);
+    }
     DYNVM_INTERNAL_CHECK(!k.candidates.empty(), "knob ", k.name, " has no candidates");
     DYNVM_INTERNAL_CHECK(size_ <= std::numeric_limits<uint64_t>::max() / k.candidates.size(),
                          "knob space too large");

@@ -14,6 +14,7 @@ namespace dynvm::tune {
 
 class KnobSpace {
  public:
+  // Each knob's candidates, and its default when that is not one of them.
   explicit KnobSpace(std::vector<ops::KnobSpec> knobs);
 
   // How many configurations there are (1 for a template without knobs).

@@ -54,6 +54,10 @@ TEST(KnobSpace, ANeighbourDiffersInExactlyOneKnob) {
     EXPECT_EQ(differ, 1);
   }
   KnobSpace fixed({{"c", {8}, 8}});
+  // A default fitted to the shape that is not a candidate is in the space too.
+  KnobSpace fitted({{"ow_block", {4, 8, 16}, 3}});
+  EXPECT_EQ(fitted.size(), 4u);
+  EXPECT_EQ(fitted.at(fitted.default_index()).at("ow_block"), 3);
   EXPECT_EQ(fixed.neighbour(0, rng), 0u);
 }
 
