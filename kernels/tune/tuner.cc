@@ -83,7 +83,10 @@ Tuner::Tuner(TuneOptions options, std::vector<TuningRecord> previous)
   state_->target = state_->options.measure.target.description();
   state_->rng.seed(state_->options.seed);
   for (TuningRecord& r : previous) {
-    if (r.target == state_->target) state_->previous[r.workload].push_back(std::move(r));
+    // Sub-range choices are not measurements (ranges.h): nothing to resume from them.
+    if (r.target == state_->target && !r.range) {
+      state_->previous[r.workload].push_back(std::move(r));
+    }
   }
 }
 
