@@ -52,14 +52,15 @@ class Vmtune : public ::testing::Test {
 
 TEST_F(Vmtune, RecordsAreWrittenResumedAndApplied) {
   const std::string log = dir_ + "/demo.tune.jsonl";
-  const std::vector<std::string> args{kDemo,           "-o", log,       "--trials",    "3",
-                                      "--max-kernels", "2",  "--sizes", "x={4,32}x16", "-q"};
+  // Every kernel the model calls (--min-share 0), so that which ones are tuned does not
+  // depend on the profile's timings and the second run resumes all of them.
+  const std::vector<std::string> args{kDemo,         "-o", log,       "--trials",    "3",
+                                      "--min-share", "0",  "--sizes", "x={4,32}x16", "-q"};
   Result first = run(VMTUNE_PATH, args);
   ASSERT_EQ(first.status, 0) << first.err;
   EXPECT_NE(first.out.find("records: " + log), std::string::npos) << first.out;
   const size_t written = lines_of(log);
-  EXPECT_GE(written, 2u);
-  EXPECT_LE(written, 6u);
+  EXPECT_GE(written, 10u);
 
   Result second = run(VMTUNE_PATH, args);  // everything resumed: nothing new measured
   ASSERT_EQ(second.status, 0) << second.err;
