@@ -210,17 +210,24 @@ TuningRecord record_of(const Workload& w, const std::string& target, const Measu
 }
 
 // A previous run's record as a measurement of this workload, when it was made at the same
-// sizes (otherwise its cost is not comparable, and the candidate is measured again).
+// sizes, in any order (otherwise its cost is not comparable, and the candidate is measured
+// again). Its cost is weighed again with this run's weights.
 std::optional<Measurement> resumed(const Workload& w, const TuningRecord& r) {
   if (r.sizes.size() != w.sizes.size()) return std::nullopt;
   Measurement m;
   m.knobs = r.knobs;
   m.error = r.error;
-  m.cost_ns = r.cost_ns;
-  for (size_t s = 0; s < w.sizes.size(); ++s) {
-    if (r.sizes[s].args != w.sizes[s].args) return std::nullopt;
-    m.ns.push_back(r.sizes[s].ns);
+  double total_weight = 0;
+  for (const SizeSample& s : w.sizes) {
+    auto same = std::find_if(r.sizes.begin(), r.sizes.end(),
+                             [&](const SizeCost& c) { return c.args == s.args; });
+    if (same == r.sizes.end()) return std::nullopt;
+    m.ns.push_back(same->ns);
+    m.cost_ns += s.weight * same->ns;
+    total_weight += s.weight;
   }
+  if (total_weight > 0) m.cost_ns /= total_weight;
+  if (!m.ok()) m.cost_ns = 0;
   return m;
 }
 

@@ -78,6 +78,9 @@ std::vector<tune::Workload> workloads_of(const std::vector<compiler::KernelReque
     for (const auto& [ns, shapes] : by_time) {
       w.sizes.push_back({shapes, kept > 0 ? static_cast<double>(ns) / kept : 1.0});
     }
+    // In a fixed order (the sizes' own), not the timings': records of another run line up.
+    std::sort(w.sizes.begin(), w.sizes.end(),
+              [](const tune::SizeSample& a, const tune::SizeSample& b) { return a.args < b.args; });
     // The same workload twice in one model (two kernels with equal keys do not happen: the
     // compiler shares them) is merged by key all the same.
     out.push_back(std::move(w));
