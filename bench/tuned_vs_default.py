@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
-"""Tuned versus default schedules, and both versus ONNX Runtime, in one run.
+"""Tuned versus ranked versus default schedules, and each versus ONNX Runtime, in one run.
 
-For each model of dynamic_vs_static.py's MODELS: vmc compiles ONE dynamic executable with
-the templates' default schedules and ONE with a tuning log (vmc --tuning-log; the log is
-made here with vmtune at the table's sizes unless --log KEY=FILE gives one); both run at
-every size, interleaved in rounds with ONNX Runtime (onnxruntime-node, same threads), each
-keeping its best round's median. Ratios below 1 mean the first engine is faster.
+For each model of dynamic_vs_static.py's MODELS, vmc compiles three dynamic executables:
+"default", the templates' default schedules (vmc --no-cost-model); "ranked", what vmc
+does with no flags: schedules ranked by the cost model that ships with dynvm, measuring
+nothing (or by the model --cost-model KEY=FILE gives, e.g. one trained without this model:
+scripts/make-tuning-db.py --models ... --model-out FILE); "tuned", with a tuning log (vmc
+--tuning-log; made here with vmtune at the table's sizes unless --log KEY=FILE gives one).
+All run at every size, interleaved in rounds with ONNX Runtime (onnxruntime-node, same
+threads), each keeping its best round's median. Ratios below 1: the first is faster.
 
   usage: bench/tuned_vs_default.py BUILD_DIR [--threads N] [--repeat N] [--rounds N]
                                    [--models a,b] [--trials N] [--log KEY=FILE]...
+                                   [--cost-model KEY=FILE]...
 """
 import argparse
 import os
@@ -41,8 +45,11 @@ def main():
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--trials", type=int, default=32)
     ap.add_argument("--log", action="append", default=[], help="KEY=FILE: a tuning log to use")
+    ap.add_argument("--cost-model", action="append", default=[],
+                    help="KEY=FILE: the cost model that ranks KEY's schedules")
     a = ap.parse_args()
     logs = dict(x.split("=", 1) for x in a.log)
+    models = dict(x.split("=", 1) for x in a.cost_model)
     ort = os.environ.get("ORT_RUN", os.path.join(os.path.dirname(ROOT), "shared/peer/ort_run.mjs"))
     if not os.path.exists(ort):
         print(f"(ONNX Runtime columns empty: {ort} not found)")
@@ -51,8 +58,9 @@ def main():
     vmc, vmtune = f"{a.build}/tools/vmc", f"{a.build}/tools/vmtune"
     print(f"threads: {a.threads}, repeat: {a.repeat}, rounds: {a.rounds} "
           f"(best of the rounds' medians, ms)\n")
-    print("| model | size | default | tuned | tuned/default | ORT | default/ORT | tuned/ORT |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| model | size | default | ranked | tuned | ranked/default | tuned/default | ORT "
+          "| default/ORT | ranked/ORT | tuned/ORT |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for key in a.models.split(","):
         path, flags, sizes = MODELS[key]
         model = os.path.join(ROOT, path)
@@ -66,29 +74,34 @@ def main():
                 if rc != 0:
                     break
             if rc != 0:
-                print(f"| {key} | — | not tuned: {err} | | | | | |")
+                print(f"| {key} | — | not tuned: {err} | | | | | | | | |")
                 continue
         exes = {}
-        for kind, extra in (("default", []), ("tuned", ["--tuning-log", log])):
+        ranked = ["--cost-model", models[key]] if key in models else []
+        kinds = (("default", ["--no-cost-model"]), ("ranked", ranked),
+                 ("tuned", ["--tuning-log", log]))
+        for kind, extra in kinds:
             exes[kind] = os.path.join(tmp, f"{key}_{kind}.vmexe")
             rc, _, err = run([vmc, model, "-o", exes[kind], "-q"] + flags + extra)
             if rc != 0:
-                print(f"| {key} | — | not compiled ({kind}): {err} | | | | | |")
+                print(f"| {key} | — | not compiled ({kind}): {err} | | | | | | | | |")
                 exes = None
                 break
         if exes is None:
             continue
         for label, shapes, fixed in sizes:
-            t = {"default": None, "tuned": None, "ort": None}
+            t = {"default": None, "ranked": None, "tuned": None, "ort": None}
             for _ in range(a.rounds):
-                for kind in ("default", "tuned"):
+                for kind, _ in kinds:
                     v, _ = vmrun_median(a.build, exes[kind], shapes, fixed, tmp, a.threads, a.repeat)
                     t[kind] = best(t[kind], v)
                 t["ort"] = best(t["ort"], ort_median(ort, model, shapes, fixed, a.threads, a.repeat))
             ratio = lambda x, y: t[x] / t[y] if t[x] and t[y] else None
-            print(f"| {key} | {label} | {fmt(t['default'])} | {fmt(t['tuned'])} "
+            print(f"| {key} | {label} | {fmt(t['default'])} | {fmt(t['ranked'])} "
+                  f"| {fmt(t['tuned'])} | {fmt(ratio('ranked', 'default'), '.2f')} "
                   f"| {fmt(ratio('tuned', 'default'), '.2f')} | {fmt(t['ort'])} "
-                  f"| {fmt(ratio('default', 'ort'), '.2f')} | {fmt(ratio('tuned', 'ort'), '.2f')} |")
+                  f"| {fmt(ratio('default', 'ort'), '.2f')} | {fmt(ratio('ranked', 'ort'), '.2f')} "
+                  f"| {fmt(ratio('tuned', 'ort'), '.2f')} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -90,8 +90,11 @@ struct Kernel {
   uint32_t num_outputs = 0;
   std::vector<KernelVariant> variants;
   // How its schedule was chosen, for people (vmrun --info): "tuned: tile_m=8 tile_n=16"
-  // when vmc applied a tuning record; empty for the template's defaults. (Format 1.4.)
+  // when vmc applied a tuning record, "ranked: ..." when the cost model chose the knobs
+  // without a record; empty for the template's defaults. (Format 1.4.)
   std::string schedule;
+  bool tuned() const { return schedule.rfind("tuned:", 0) == 0; }
+  bool ranked() const { return schedule.rfind("ranked:", 0) == 0; }
   bool operator==(const Kernel&) const = default;
 };
 

@@ -4,8 +4,11 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 
+#include "kernels/tune/knob_space.h"
+#include "kernels/tune/shipped_model.h"
 #include "vm/error.h"
 
 namespace dynvm::compiler {
@@ -26,12 +29,15 @@ bool template_takes(const std::vector<ops::KnobSpec>& specs, const ops::KnobValu
 }
 
 // What tuning records say about `k`: knobs for every size, and sub-range knobs. Either is
-// empty when the records do not fit the kernel's template or arguments.
+// empty when the records do not fit the kernel's template or arguments. Without records,
+// the knobs the cost model ranks first (`ranked`, when they are not the defaults).
 struct TunedSchedule {
   const ops::KnobValues* knobs = nullptr;
   std::vector<LowerOptions::TunedRange> ranges;
+  std::optional<ops::KnobValues> ranked;
   bool tuned() const { return knobs != nullptr || !ranges.empty(); }
   std::string note() const {
+    if (!tuned()) return ranked ? "ranked: " + ops::knobs_to_string(*ranked) : std::string();
     std::string out = "tuned: " + (knobs != nullptr ? ops::knobs_to_string(*knobs) : "defaults");
     for (const LowerOptions::TunedRange& r : ranges) {
       out += str_cat("; argument ", r.arg, " dim ", r.axis, " in ", r.lo, "..",
@@ -56,7 +62,7 @@ TunedSchedule tuned_schedule(const KernelRequest& k, const LowerOptions& options
     const bool fits = r.arg < k.arg_types.size() && r.axis < k.arg_types[r.arg].shape.size() &&
                       k.arg_types[r.arg].shape[r.axis].kind() == arith::ExprKind::kVar &&
                       r.lo <= r.hi && template_takes(specs, r.knobs);
-    if (!fits) return {t.knobs, {}};
+    if (!fits) return {t.knobs, {}, std::nullopt};
   }
   t.ranges = ranges->second;
   return t;
@@ -88,6 +94,28 @@ dispatch::SpecializedOp with_ranges(dispatch::SpecializedOp base, const KernelRe
   return base;
 }
 
+// The knobs the cost model that ships with dynvm ranks first for `k` (kernels/tune/rank.h),
+// once per workload; nullopt when they are the template's defaults.
+class Ranker {
+ public:
+  explicit Ranker(const tune::CostModel& model) : model_(model) {}
+
+  const std::optional<ops::KnobValues>& knobs(const KernelRequest& k) {
+    auto it = ranked_.find(k.workload);
+    if (it != ranked_.end()) return it->second;
+    const ops::OpInstance op = k.build(k.arg_types);
+    ops::KnobValues best = tune::ranked_schedule(op, k.arg_types, model_);
+    std::optional<ops::KnobValues> out;
+    const tune::KnobSpace space(op.knobs);
+    if (best != space.at(space.default_index())) out = std::move(best);
+    return ranked_.emplace(k.workload, std::move(out)).first->second;
+  }
+
+ private:
+  const tune::CostModel& model_;
+  std::map<std::string, std::optional<ops::KnobValues>> ranked_;
+};
+
 }  // namespace
 
 void generate_kernels(Lowered& lowered, const LowerOptions& options, KernelStats* stats) {
@@ -107,11 +135,17 @@ void generate_kernels(Lowered& lowered, const LowerOptions& options, KernelStats
   }
   std::vector<dispatch::SpecializedOp> ops;
   std::vector<TunedSchedule> tuned;
+  std::optional<Ranker> ranker;  // the model is loaded only when it ranks
+  if (options.rank_schedules) {
+    ranker.emplace(options.cost_model ? *options.cost_model : tune::shipped_cost_model());
+  }
   for (const KernelRequest& k : kernels) {
     tuned.push_back(tuned_schedule(k, options));
+    if (!tuned.back().tuned() && ranker) tuned.back().ranked = ranker->knobs(k);
     dispatch::SpecializeOptions so;
     so.residue_classes = options.residue_variants;
     if (tuned.back().knobs != nullptr) so.knobs = *tuned.back().knobs;
+    if (tuned.back().ranked) so.knobs = *tuned.back().ranked;
     // Static sizes apply to the dims this kernel's arguments have alone.
     for (const auto& shape : options.static_shapes) {
       std::map<std::string, int64_t> mine;
@@ -144,10 +178,9 @@ void generate_kernels(Lowered& lowered, const LowerOptions& options, KernelStats
         declared.num_outputs, " arguments and compiled with ", made.num_inputs, "+",
         made.num_outputs);
     s.variants += made.variants.size();
-    if (tuned[k].tuned()) {
-      compiled.kernels[k].schedule = tuned[k].note();
-      ++s.tuned;
-    }
+    compiled.kernels[k].schedule = tuned[k].note();
+    s.tuned += tuned[k].tuned() ? 1 : 0;
+    s.ranked += tuned[k].ranked ? 1 : 0;
   }
   s.kernels = compiled.kernels.size();
   exe.libraries.push_back(std::move(compiled.library));

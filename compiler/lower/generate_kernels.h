@@ -13,7 +13,8 @@ namespace dynvm::compiler {
 struct KernelStats {
   size_t kernels = 0;
   size_t variants = 0;
-  size_t tuned = 0;  // kernels whose knobs came from LowerOptions::tuned_knobs
+  size_t tuned = 0;   // kernels whose knobs came from LowerOptions::tuned_knobs
+  size_t ranked = 0;  // kernels whose knobs the cost model chose (LowerOptions::rank_schedules)
 };
 
 // UserError when the kernel device has no code generator (only the CPU has one).

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@
 #include "compiler/passes/place_devices.h"
 #include "kernels/codegen/target.h"
 #include "kernels/dispatch/kernel_set.h"
+#include "kernels/tune/cost_model.h"
 #include "vm/executable.h"
 
 namespace dynvm::compiler {
@@ -60,6 +62,12 @@ struct LowerOptions {
     ops::KnobValues knobs;
   };
   std::map<std::string, std::vector<TunedRange>> tuned_ranges;
+  // Kernels no record covers take the knobs the cost model that ships with dynvm ranks
+  // first (kernels/tune/shipped_model.h) instead of the template's defaults; vmc
+  // --no-cost-model turns it off, to measure what it gains.
+  bool rank_schedules = true;
+  // The model that ranks them; null: the shipped one.
+  std::shared_ptr<const tune::CostModel> cost_model;
   // Kernel compilation progress: (done, total, what).
   std::function<void(size_t, size_t, const std::string&)> progress;
 };

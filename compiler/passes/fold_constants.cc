@@ -194,6 +194,7 @@ PassResult fold_constants(const TypedModule& typed, FoldStats* stats) {
     // Static shapes only, so no residue variants: one kernel per op, one LLVM compile.
     LowerOptions options;
     options.residue_variants = false;
+    options.rank_schedules = false;  // each kernel runs once
     options.producer = "dynvm fold_constants";
     vm::Executable exe = lower_module(infer_types_with_facts(planner.fold_module()), options);
     vm::VirtualMachine machine(vm::Program::load(std::move(exe)));

@@ -5,11 +5,11 @@
 #include <optional>
 #include <random>
 #include <set>
-#include <unordered_map>
 
 #include "kernels/tune/cost_model.h"
-#include "kernels/tune/features.h"
 #include "kernels/tune/knob_space.h"
+#include "kernels/tune/rank.h"
+#include "kernels/tune/training_rows.h"
 #include "vm/error.h"
 
 namespace dynvm::tune {
@@ -94,47 +94,21 @@ Tuner::~Tuner() = default;
 
 namespace {
 
-// One workload's search: its space, the features of the configurations it looked at, what
-// it measured.
+// One workload's search: the scores of the configurations it looked at (rank.h), and the
+// walk that finds more.
 class Search {
  public:
   Search(const Workload& w, const ops::OpInstance& op, std::mt19937_64& rng)
-      : w_(w), op_(op), space_(op.knobs), rng_(rng) {
-    for (const SizeSample& s : w.sizes) dims_.push_back(dim_values(w, s.args));
-  }
+      : scorer_(op, size_points(w)), space_(scorer_.space()), rng_(rng) {}
 
   const KnobSpace& space() const { return space_; }
-
-  // Features of configuration `index` at each size; nullopt when it does not lower.
   const std::optional<std::vector<std::vector<float>>>& features(uint64_t index) {
-    auto it = features_.find(index);
-    if (it != features_.end()) return it->second;
-    std::optional<std::vector<std::vector<float>>> f;
-    try {
-      tir::LoweredFunc lowered = ops::lower_op(op_, space_.at(index), "tune_features");
-      f.emplace();
-      for (const auto& dims : dims_) f->push_back(kernel_features(lowered, dims));
-    } catch (const std::exception&) {
-      f.reset();
-    }
-    return features_.emplace(index, std::move(f)).first->second;
+    return scorer_.features(index);
   }
-
-  // The model's score of a configuration: its predictions at each size, weighted.
   double predicted(const CostModel& model, uint64_t index) {
-    auto cached = predicted_.find(index);
-    if (cached != predicted_.end()) return cached->second;
-    const auto& f = features(index);
-    double score = -1e30;
-    if (f) {
-      std::vector<double> p = model.predict(*f);
-      score = 0;
-      for (size_t s = 0; s < p.size(); ++s) score += w_.sizes[s].weight * p[s];
-    }
-    predicted_[index] = score;
-    return score;
+    return scorer_.predicted(model, index);
   }
-  void forget_predictions() { predicted_.clear(); }
+  void forget_predictions() { scorer_.forget_predictions(); }
 
   // Up to `n` unmeasured configurations the model ranks highest.
   std::vector<uint64_t> best_predicted(const CostModel& model, const std::set<uint64_t>& measured,
@@ -186,14 +160,26 @@ class Search {
     return seen;
   }
 
-  const Workload& w_;
-  const ops::OpInstance& op_;
-  KnobSpace space_;
+  static std::vector<SizePoint> size_points(const Workload& w) {
+    std::vector<SizePoint> points;
+    for (const SizeSample& s : w.sizes) points.push_back({dim_values(w, s.args), s.weight});
+    return points;
+  }
+
+  ConfigScorer scorer_;
+  const KnobSpace& space_;
   std::mt19937_64& rng_;
-  std::vector<std::map<std::string, int64_t>> dims_;
-  std::unordered_map<uint64_t, std::optional<std::vector<std::vector<float>>>> features_;
-  std::unordered_map<uint64_t, double> predicted_;
 };
+
+// A training row's task: the workload at its s-th size.
+std::string task_name(const Workload& w, size_t s) {
+  std::string out = w.key + " @";
+  for (const std::vector<int64_t>& shape : w.sizes[s].args) {
+    out += " ";
+    for (size_t d = 0; d < shape.size(); ++d) out += (d ? "x" : "") + std::to_string(shape[d]);
+  }
+  return out;
+}
 
 TuningRecord record_of(const Workload& w, const std::string& target, const Measurement& m) {
   TuningRecord r;
@@ -269,6 +255,9 @@ TuneResult Tuner::tune(const Workload& w,
         st.rows.push_back((*f)[s]);
         st.scores.push_back(1e9 / std::max(m.ns[s], 1.0));
         st.groups.push_back(group0 + static_cast<int64_t>(s));
+        if (!o.rows_path.empty()) {
+          append_training_row(o.rows_path, task_name(w, s), st.scores.back(), st.rows.back());
+        }
       }
     }
     result.best_so_far.push_back(result.best_ns);
@@ -304,10 +293,12 @@ TuneResult Tuner::tune(const Workload& w,
       st.fit(group0);
       search.forget_predictions();
     }
-    if (o.search == SearchKind::kModel && st.model.trained()) {
+    // Until this run's measurements train a model, the prior (the shipped model) ranks.
+    const CostModel* ranker = st.model.trained() ? &st.model : o.prior;
+    if (o.search == SearchKind::kModel && ranker != nullptr && ranker->trained()) {
       const size_t exploit =
           n - static_cast<size_t>(std::floor(static_cast<double>(n) * o.exploration));
-      for (uint64_t i : search.best_predicted(st.model, measured, exploit)) {
+      for (uint64_t i : search.best_predicted(*ranker, measured, exploit)) {
         if (batch.size() >= exploit) break;
         add(i);
       }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/tune/cost_model.h"
 #include "kernels/tune/measure.h"
 #include "kernels/tune/records.h"
 
@@ -29,6 +30,12 @@ struct TuneOptions {
   uint64_t seed = 1;
   MeasureOptions measure;
   std::string records_path;  // appended to; empty: records are kept in memory only
+  // Ranks the first batch of each workload until this run's own measurements train a model
+  // (the model that ships with dynvm, shipped_model.h); null or untrained: random.
+  const CostModel* prior = nullptr;
+  // Every measured (candidate, size), resumed ones included, appended as a training row
+  // (training_rows.h); empty: none written.
+  std::string rows_path;
 };
 
 // Where a workload's search stands, after each batch (for progress displays).

@@ -9,6 +9,9 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
 #include <iostream>
 
 #include "kernels/tune/records.h"
@@ -75,6 +78,14 @@ int run(int argc, const char* const* argv) {
       }
     }
   }
+  if (!o.cost_model.empty()) {
+    std::ifstream in(o.cost_model, std::ios::binary);
+    if (!in) user_error("cannot open ", o.cost_model);
+    const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                                     std::istreambuf_iterator<char>());
+    o.compile.lower.cost_model = std::make_shared<const tune::CostModel>(
+        tune::CostModel::load(bytes));
+  }
   // The first step, reported as the compiler reports its own.
   compiler::Module module = frontends::onnx_import::import_onnx_file(o.model, o.import);
   double import_ms =
@@ -98,12 +109,15 @@ int run(int argc, const char* const* argv) {
   if (!o.quiet) {
     size_t variants = 0;
     for (const auto& k : exe.kernels) variants += k.variants.size();
-    size_t tuned = 0;
-    for (const auto& k : exe.kernels) tuned += k.schedule.empty() ? 0 : 1;
-    std::fprintf(
-        stderr,
-        "vmc: wrote %s (%zu kernels, %zu tuned, %zu variants, %zu instructions) in %.1f s\n",
-        o.output.c_str(), exe.kernels.size(), tuned, variants,
+    size_t tuned = 0, ranked = 0;
+    for (const auto& k : exe.kernels) {
+      tuned += k.tuned() ? 1 : 0;
+      ranked += k.ranked() ? 1 : 0;
+    }
+    std::fprintf(stderr,
+                 "vmc: wrote %s (%zu kernels, %zu tuned, %zu ranked, %zu variants, %zu "
+                 "instructions) in %.1f s\n",
+                 o.output.c_str(), exe.kernels.size(), tuned, ranked, variants,
         exe.functions.empty() ? size_t{0} : exe.functions[0].code.size(), s);
   }
   return 0;

@@ -62,8 +62,12 @@ options:
                          fully static executable, for comparison with the dynamic one
   --specialize NAME=V    also generate kernel variants for dim NAME == V (repeatable)
   --tuning-log FILE      apply the best tuning record (vmtune) of each kernel measured
-                         on this machine's kind of CPU; kernels without one keep their
-                         template's default schedule
+                         on this machine's kind of CPU; kernels without one take the
+                         schedule the cost model ranks first
+  --cost-model FILE      rank schedules with this cost model (vmtune --fit-model)
+                         instead of the one that ships with dynvm
+  --no-cost-model        kernels without a tuning record keep their template's default
+                         schedule (to measure what the cost model's ranking gains)
   --no-fuse              compile every operator as its own kernel (to measure fusion)
   --no-plan-memory       allocate every kernel output on its own (to measure planning)
   --dump-ir after:STEP   print the IR after a step (the graph, the placement or the
@@ -97,6 +101,10 @@ Options parse_options(int argc, const char* const* argv) {
       o.tuning_log = value(i, a);
     } else if (a == "--no-fuse") {
       o.compile.fuse = false;
+    } else if (a == "--cost-model") {
+      o.cost_model = value(i, a);
+    } else if (a == "--no-cost-model") {
+      o.compile.lower.rank_schedules = false;
     } else if (a == "--no-plan-memory") {
       o.compile.lower.plan_memory = false;
     } else if (a == "--time-passes") {

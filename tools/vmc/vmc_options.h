@@ -16,6 +16,7 @@ struct Options {
   std::string model;
   std::string output;                            // default: the model's path with .vmexe
   std::string tuning_log;                        // --tuning-log: vmtune's records
+  std::string cost_model;                        // --cost-model: vmtune --fit-model's output
   frontends::onnx_import::ImportOptions import;  // --dim ranges and aliases
   compiler::CompileOptions compile;
   bool help = false;

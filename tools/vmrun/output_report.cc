@@ -246,10 +246,14 @@ std::string model_info(const std::string& path, const vm::Executable& exe,
   const std::string& entry =
       exe.entry < exe.functions.size() ? exe.functions[exe.entry].name : std::string("?");
   s += str_cat("functions:  ", exe.functions.size(), " (entry: ", entry, ")\n");
-  size_t tuned = 0;
-  for (const vm::Kernel& k : exe.kernels) tuned += k.schedule.empty() ? 0 : 1;
+  size_t tuned = 0, ranked = 0;
+  for (const vm::Kernel& k : exe.kernels) {
+    tuned += k.tuned() ? 1 : 0;
+    ranked += k.ranked() ? 1 : 0;
+  }
   s += str_cat("kernels:    ", exe.kernels.size(), " in ", exe.libraries.size(), " librar",
-               exe.libraries.size() == 1 ? "y" : "ies", ", ", tuned, " with tuned schedules\n");
+               exe.libraries.size() == 1 ? "y" : "ies", ", ", tuned, " with tuned schedules, ",
+               ranked, " ranked by the cost model\n");
   for (const vm::Kernel& k : exe.kernels) {
     if (!k.schedule.empty()) s += str_cat("  ", k.name, ": ", k.schedule, "\n");
   }

@@ -12,11 +12,14 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <set>
 
 #include "kernels/tune/measure_worker.h"
 #include "kernels/tune/ranges.h"
+#include "kernels/tune/shipped_model.h"
+#include "kernels/tune/training_rows.h"
 #include "tools/tool_main.h"
 #include "tools/vmrun/input_binding.h"
 #include "tools/vmtune/size_sets.h"
@@ -176,6 +179,30 @@ class ProgressLine {
   bool enabled_;
 };
 
+// vmtune --fit-model: a cost model trained on the rows of earlier runs.
+int fit_model(const Options& o) {
+  const auto start = Clock::now();
+  const tune::TrainingRows rows = tune::read_training_rows(o.fit_rows);
+  if (rows.features.size() < tune::CostModel::kMinTrainingRows) {
+    user_error("--fit-model: ", rows.features.size(), " training rows; a model needs at least ",
+               tune::CostModel::kMinTrainingRows);
+  }
+  tune::CostModel model;
+  model.fit(rows.features, rows.score, rows.group);
+  const std::vector<uint8_t> bytes = model.save();
+  const std::string tmp = o.fit_output + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    if (!out) user_error("cannot write ", tmp);
+  }
+  std::filesystem::rename(tmp, o.fit_output);
+  std::printf("vmtune: wrote %s (%zu rows of %zu tasks, %zu bytes) in %s\n", o.fit_output.c_str(),
+              rows.features.size(), rows.tasks, bytes.size(),
+              format_duration(std::chrono::duration<double>(Clock::now() - start).count()).c_str());
+  return 0;
+}
+
 int run(int argc, const char* const* argv) {
   Options o = parse_options(argc, argv);
   if (!o.worker_args.empty()) {
@@ -188,7 +215,9 @@ int run(int argc, const char* const* argv) {
   if (o.tune.measure.threads <= 0) {
     o.tune.measure.threads = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
   }
+  if (!o.fit_output.empty()) return fit_model(o);
   o.tune.measure.worker_command = {"/proc/self/exe", "--measure-worker"};
+  o.tune.prior = &tune::shipped_cost_model();
   o.tune.records_path = o.output;
   // Status lines go to a terminal only: a failure is then one line, as in every tool.
   const bool chatty = !o.quiet && isatty(STDERR_FILENO) != 0;

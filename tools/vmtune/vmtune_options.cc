@@ -45,10 +45,16 @@ options:
   --max-kernels N       tune at most the N kernels with the most time (default: all)
   --timeout S           a candidate that runs longer than this at one size fails (default 10)
   --seed N              the search's random seed (default 1)
+  --rows FILE           append every measurement's features and score to FILE, the
+                        training rows of a cost model (scripts/make-tuning-db.sh)
   -q, --quiet           no progress display
   -h, --help            this text
 vmc options (how the model is compiled, as in vmc --help): --dim, --static, --specialize,
   --no-fuse, --no-plan-memory
+
+vmtune --fit-model OUT.ubj ROWS...
+  trains a cost model on training rows (--rows) of one or more runs and writes it to
+  OUT.ubj, for vmc --cost-model or to ship with dynvm (kernels/tune/db)
 )";
 }
 
@@ -69,6 +75,13 @@ Options parse_options(int argc, const char* const* argv) {
     } else if (a == "-h" || a == "--help") {
       o.help = true;
       return o;
+    } else if (a == "--fit-model") {
+      if (argc - i - 1 < 2) throw UsageError("--fit-model takes OUT.ubj ROWS...");
+      o.fit_output = argv[i + 1];
+      o.fit_rows.assign(argv + i + 2, argv + argc);
+      return o;
+    } else if (a == "--rows") {
+      o.tune.rows_path = value(i, a);
     } else if (a == "-q" || a == "--quiet") {
       o.quiet = true;
     } else if (a == "-o" || a == "--output") {

@@ -24,6 +24,10 @@ struct Options {
   int profile_runs = 3;
   bool help = false;
   bool quiet = false;
+  // --fit-model OUT.ubj ROWS...: train a cost model on training rows (the shipped one:
+  // scripts/make-tuning-db.sh) instead of tuning.
+  std::string fit_output;
+  std::vector<std::string> fit_rows;
   // Internal: vmtune --measure-worker REQUEST LIBRARY (measure_worker.h).
   std::vector<std::string> worker_args;
 };

@@ -1,0 +1,103 @@
+#include "kernels/tune/rank.h"
+
+#include <algorithm>
+#include <set>
+
+#include "kernels/tune/features.h"
+
+namespace dynvm::tune {
+
+ConfigScorer::ConfigScorer(const ops::OpInstance& op, std::vector<SizePoint> sizes)
+    : op_(op), space_(op.knobs), sizes_(std::move(sizes)) {}
+
+const std::optional<std::vector<std::vector<float>>>& ConfigScorer::features(uint64_t index) {
+  auto it = features_.find(index);
+  if (it != features_.end()) return it->second;
+  std::optional<std::vector<std::vector<float>>> f;
+  try {
+    tir::LoweredFunc lowered = ops::lower_op(op_, space_.at(index), "ranked");
+    f.emplace();
+    for (const SizePoint& s : sizes_) f->push_back(kernel_features(lowered, s.dims));
+  } catch (const std::exception&) {
+    f.reset();  // a configuration the template refuses for these arguments
+  }
+  return features_.emplace(index, std::move(f)).first->second;
+}
+
+double ConfigScorer::predicted(const CostModel& model, uint64_t index) {
+  auto cached = predicted_.find(index);
+  if (cached != predicted_.end()) return cached->second;
+  const auto& f = features(index);
+  double score = kUnlowerable;
+  if (f) {
+    std::vector<double> p = model.predict(*f);
+    score = 0;
+    for (size_t s = 0; s < p.size(); ++s) score += sizes_[s].weight * p[s];
+  }
+  predicted_[index] = score;
+  return score;
+}
+
+std::vector<SizePoint> nominal_sizes(const std::vector<ops::TensorType>& arg_types) {
+  SizePoint small, large;
+  for (const ops::TensorType& t : arg_types) {
+    for (const arith::Expr& d : t.shape) {
+      if (d.kind() != arith::ExprKind::kVar) continue;
+      small.dims[d->name] = 16;
+      large.dims[d->name] = 256;
+    }
+  }
+  if (small.dims.empty()) return {SizePoint{}};
+  return {small, large};
+}
+
+ops::KnobValues rank_schedule(const ops::OpInstance& op, const std::vector<SizePoint>& sizes,
+                              const CostModel& model, const std::set<std::string>& fixed,
+                              size_t max_configs) {
+  ConfigScorer scorer(op, sizes);
+  const KnobSpace& space = scorer.space();
+  const uint64_t default_index = space.default_index();
+  if (!model.trained() || space.size() <= 1) return space.at(default_index);
+
+  // The default first (it wins ties), then its one-knob neighbours, then random draws.
+  const ops::KnobValues base = space.at(default_index);
+  std::vector<uint64_t> configs{default_index};
+  std::set<uint64_t> seen{default_index};
+  auto add = [&](uint64_t i) {
+    if (configs.size() >= max_configs || !seen.insert(i).second) return;
+    const ops::KnobValues knobs = space.at(i);
+    for (const std::string& name : fixed) {
+      auto at = knobs.find(name);
+      if (at != knobs.end() && at->second != base.at(name)) return;
+    }
+    configs.push_back(i);
+  };
+  if (space.size() <= max_configs) {
+    for (uint64_t i = 0; i < space.size(); ++i) add(i);
+  } else {
+    for (const ops::KnobSpec& k : space.knobs()) {
+      for (int64_t v : k.candidates) {
+        ops::KnobValues moved = base;
+        moved[k.name] = v;
+        add(space.index_of(moved));
+      }
+    }
+    std::mt19937_64 rng(space.size());
+    for (size_t attempts = 0; configs.size() < max_configs && attempts < 8 * max_configs;
+         ++attempts) {
+      add(space.random(rng));
+    }
+  }
+  uint64_t best = default_index;
+  double best_score = scorer.predicted(model, default_index);
+  for (uint64_t i : configs) {
+    const double score = scorer.predicted(model, i);
+    if (score > best_score) {
+      best = i;
+      best_score = score;
+    }
+  }
+  return space.at(best);
+}
+
+}  // namespace dynvm::tune

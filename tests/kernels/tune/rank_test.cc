@@ -1,0 +1,137 @@
+// Ranking without measuring (rank.h): the sizes a symbolic kernel is scored at, the choice
+// a model trained on a known preference makes, the defaults without a model, the model
+// that ships with dynvm, and the training rows it is made from (training_rows.h).
+#include "kernels/tune/rank.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "kernels/ops/matmul.h"
+#include "kernels/tune/features.h"
+#include "kernels/tune/shipped_model.h"
+#include "kernels/tune/training_rows.h"
+#include "tests/support/expect_user_error.h"
+
+namespace dynvm::tune {
+namespace {
+
+const ops::TensorType kA{vm::DType::kFloat32, {arith::Var("n"), arith::make_int(64)}};
+const ops::TensorType kB{vm::DType::kFloat32, {arith::make_int(64), arith::make_int(128)}};
+
+TEST(NominalSizes, EveryVariableAtSixteenAndTwoFiftySix) {
+  const ops::TensorType batch{vm::DType::kFloat32,
+                              {arith::Var("b"), arith::make_int(3), arith::Var("w")}};
+  const ops::TensorType lengths{vm::DType::kInt64, {arith::Var("n")}};
+  const std::vector<SizePoint> points = nominal_sizes({batch, lengths});
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(points[0].dims, (std::map<std::string, int64_t>{{"b", 16}, {"n", 16}, {"w", 16}}));
+  EXPECT_EQ(points[1].dims,
+            (std::map<std::string, int64_t>{{"b", 256}, {"n", 256}, {"w", 256}}));
+  // Static kernels: one point, no dims.
+  const std::vector<SizePoint> fixed = nominal_sizes({kB});
+  ASSERT_EQ(fixed.size(), 1u);
+  EXPECT_TRUE(fixed[0].dims.empty());
+}
+
+TEST(RankSchedule, AnUntrainedModelKeepsTheDefaults) {
+  const ops::OpInstance op = ops::matmul(kA, kB);
+  const KnobSpace space(op.knobs);
+  EXPECT_EQ(rank_schedule(op, nominal_sizes({kA, kB}), CostModel()),
+            space.at(space.default_index()));
+}
+
+// A model taught that wide column tiles are fast (tile_n = 64 scores ten times the rest, on
+// the features of every configuration at both nominal sizes) chooses one.
+TEST(RankSchedule, TheConfigurationATrainedModelPrefersWins) {
+  const ops::OpInstance op = ops::matmul(kA, kB);
+  const std::vector<SizePoint> sizes = nominal_sizes({kA, kB});
+  ConfigScorer scorer(op, sizes);
+  const KnobSpace& space = scorer.space();
+  ASSERT_NE(space.at(space.default_index()).at("tile_n"), 64);
+  std::vector<std::vector<float>> rows;
+  std::vector<double> score;
+  std::vector<int64_t> group;
+  for (uint64_t i = 0; i < space.size(); ++i) {
+    const auto& f = scorer.features(i);
+    if (!f) continue;
+    for (size_t s = 0; s < sizes.size(); ++s) {
+      rows.push_back((*f)[s]);
+      score.push_back(space.at(i).at("tile_n") == 64 ? 10.0 : 1.0);
+      group.push_back(static_cast<int64_t>(s));
+    }
+  }
+  CostModel model;
+  model.fit(rows, score, group);
+  ASSERT_TRUE(model.trained());
+  EXPECT_EQ(rank_schedule(op, sizes, model).at("tile_n"), 64);
+  // A fixed knob keeps its default, whatever the model thinks of it.
+  EXPECT_EQ(rank_schedule(op, sizes, model, {"tile_n"}).at("tile_n"),
+            space.at(space.default_index()).at("tile_n"));
+  ops::KnobValues wide = space.at(space.default_index());
+  wide["tile_n"] = 64;
+  EXPECT_GT(scorer.predicted(model, space.index_of(wide)),
+            scorer.predicted(model, space.default_index()));
+}
+
+TEST(ShippedModel, IsTrainedOnThisVersionsFeaturesAndRanksARealKernel) {
+  const CostModel& model = shipped_cost_model();
+  ASSERT_TRUE(model.trained()) << "kernels/tune/db/cost_model.ubj is missing or empty";
+  // load() refuses a model of another feature count: a stale model fails here.
+  const std::vector<double> p = model.predict({std::vector<float>(kNumFeatures, 1.0f)});
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_TRUE(std::isfinite(p[0]));
+  const ops::OpInstance op = ops::matmul(kA, kB);
+  const ops::KnobValues chosen = ranked_schedule(op, {kA, kB});
+  const KnobSpace space(op.knobs);
+  EXPECT_NO_THROW(space.index_of(chosen));  // a configuration of the template
+  EXPECT_EQ(ranked_schedule(op, {kA, kB}), chosen);  // the same answer every time
+}
+
+class TrainingRowsFile : public ::testing::Test {
+ protected:
+  std::string path(const std::string& name) {
+    const std::string p = ::testing::TempDir() + "rank_test_" + name;
+    std::filesystem::remove(p);
+    return p;
+  }
+};
+
+TEST_F(TrainingRowsFile, RoundTripAndTasksMatchedAcrossFiles) {
+  const std::string a = path("a.rows"), b = path("b.rows");
+  std::vector<float> f(kNumFeatures);
+  for (size_t i = 0; i < f.size(); ++i) f[i] = 0.25f * static_cast<float>(i);
+  append_training_row(a, "conv @ 1x3", 10.5, f);
+  append_training_row(a, "matmul @ 8", 2, f);
+  append_training_row(b, "conv @ 1x3", 7, f);
+  const TrainingRows rows = read_training_rows({a, b});
+  ASSERT_EQ(rows.features.size(), 3u);
+  EXPECT_EQ(rows.tasks, 2u);
+  EXPECT_EQ(rows.group, (std::vector<int64_t>{0, 1, 0}));
+  EXPECT_EQ(rows.score, (std::vector<double>{10.5, 2, 7}));
+  EXPECT_EQ(rows.features[2], f);
+}
+
+TEST_F(TrainingRowsFile, DamageIsNamedWithFileAndLine) {
+  const std::string p = path("bad.rows");
+  append_training_row(p, "ok", 1, std::vector<float>(kNumFeatures, 1.0f));
+  std::ofstream(p, std::ios::app) << "task\t1\t1,2,3\n";
+  EXPECT_USER_ERROR(read_training_rows({p}), ":2: 3 features where this dynvm computes");
+  const std::string q = path("worse.rows");
+  std::ofstream(q) << "no tabs here\n";
+  EXPECT_USER_ERROR(read_training_rows({q}), ":1: not a training row");
+  const std::string r = path("score.rows");
+  std::string ones = "1";
+  for (size_t i = 1; i < kNumFeatures; ++i) ones += ",1";
+  std::ofstream(r) << "task\tfast\t" << ones << "\n";
+  EXPECT_USER_ERROR(read_training_rows({r}), "not a training row");
+  EXPECT_USER_ERROR(read_training_rows({path("missing.rows")}), "cannot open");
+}
+
+}  // namespace
+}  // namespace dynvm::tune
