@@ -226,14 +226,19 @@ void CodeGenLLVM::emit_parallel_call(const tir::Stmt& s) {
     b.CreateStore(buffer_base(*buf), b.CreateStructGEP(type, closure, field++));
   }
   Value* extent = emit_index(s->extent);
-  // Grain 1: TBB's auto partitioner sizes the chunks; regions are outer loops already.
+  // Chunks of at least kMinParallelChunkWork stores: a call with less work than two chunks
+  // runs on the calling thread (the runtime runs a range no longer than the grain inline).
+  // Above that, TBB's partitioner sizes the chunks.
+  Value* grain = emit_index(arith::max(
+      arith::make_int(1), arith::floordiv(arith::make_int(tir::kMinParallelChunkWork),
+                                          arith::max(region.work_per_iteration, 1))));
   auto* pf_type = llvm::FunctionType::get(
       b.getInt32Ty(),
       {b.getPtrTy(), b.getInt64Ty(), b.getInt64Ty(), b.getInt64Ty(), b.getPtrTy(), b.getPtrTy()},
       false);
   Value* status =
       b.CreateCall(pf_type, runtime_callback(1),
-                   {fs_.ctx, b.getInt64(0), extent, b.getInt64(1), region_fns_[index], closure});
+                   {fs_.ctx, b.getInt64(0), extent, grain, region_fns_[index], closure});
   // The region reported its error already; pass its status up.
   return_on_failure(b.CreateICmpEQ(status, b.getInt32(0)), status, nullptr);
 }

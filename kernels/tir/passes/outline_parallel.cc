@@ -4,8 +4,11 @@
 // runs over [0, extent) (a loop with min m is rebased: the body sees m + lv); everything
 // else the body needs from the entry — free index variables and buffers — is listed as
 // captured, for the closure. Parallel loops nested inside a region become serial: the
-// runtime's parallel_for does not nest.
+// runtime's parallel_for does not nest. Each region also gets an estimate of the stores one
+// iteration runs (symbolic where the sizes are), from which the call's grain is computed
+// so that small sizes run on one thread.
 #include <string>
+#include <vector>
 #include <utility>
 
 #include "kernels/arith/simplify.h"
@@ -24,6 +27,51 @@ class Serializer : public StmtMutator {
     if (kind == s->for_kind && body.get() == s->body.get()) return s;
     return make_for(arith::Var(s->loop_var), s->min, s->extent, kind, body, s->thread_axis);
   }
+};
+
+// How many stores one iteration of a region runs, as an expression of what the call site
+// knows: an extent that depends on a variable bound inside the region (the region's own
+// loop variable, an inner loop's, a let's) counts as kUnknownExtent. Both arms of an `if`
+// count. A rough measure of work, what the call's grain is computed from.
+class WorkCounter : public StmtMutator {
+ public:
+  explicit WorkCounter(const arith::Var& region_var) { bound_.push_back(region_var.id()); }
+  arith::Expr total() const { return arith::simplify(total_); }
+
+  static constexpr int64_t kUnknownExtent = 16;
+
+ protected:
+  Stmt visit_for(const Stmt& s) override {
+    const arith::Expr saved = scale_;
+    scale_ = scale_ * (depends_on_bound(s->extent) ? arith::make_int(kUnknownExtent) : s->extent);
+    bound_.push_back(arith::Var(s->loop_var).id());
+    mutate_stmt(s->body);
+    bound_.pop_back();
+    scale_ = saved;
+    return s;
+  }
+  Stmt visit_let_stmt(const Stmt& s) override {
+    bound_.push_back(arith::Var(s->let_var).id());
+    mutate_stmt(s->body);
+    bound_.pop_back();
+    return s;
+  }
+  Stmt visit_store(const Stmt& s) override {
+    total_ = total_ + scale_;
+    return s;
+  }
+
+ private:
+  bool depends_on_bound(const arith::Expr& e) const {
+    for (arith::VarId id : bound_) {
+      if (arith::uses_var(e, id)) return true;
+    }
+    return false;
+  }
+
+  std::vector<arith::VarId> bound_;
+  arith::Expr scale_ = arith::make_int(1);
+  arith::Expr total_ = arith::make_int(0);
 };
 
 class Outliner : public StmtMutator {
@@ -50,6 +98,9 @@ class Outliner : public StmtMutator {
       if (var->var_id != lv.id()) r.captured_vars.push_back(var);
     }
     r.captured_buffers = std::move(fv.buffers);
+    WorkCounter work(lv);
+    work.mutate_stmt(body);
+    r.work_per_iteration = work.total();
     r.body = body;
     out_.regions.push_back(std::move(r));
     return make_parallel_call(out_.regions.size() - 1, s->extent);

@@ -146,6 +146,41 @@ TEST_F(UnaryOps, SerialBackendGivesTheSameValues) {
   expect_close(a, values(b), 0, 0, "tanh parallel vs serial");
 }
 
+// Runs every parallel call inline, in one chunk, and records its range and grain.
+class RecordingBackend : public vm::ParallelBackend {
+ public:
+  int32_t parallel_for(int64_t begin, int64_t end, int64_t grain, DynvmParallelBody body,
+                       void* closure) override {
+    calls.push_back({end - begin, grain});
+    return body(begin, end, closure);
+  }
+  std::vector<std::pair<int64_t, int64_t>> calls;  // (iterations, grain)
+};
+
+// A parallel loop asks for chunks worth handing to another thread (kMinParallelChunkWork
+// stores): a call with less work than that fits in one chunk, which the runtime runs on
+// the calling thread; a large one is split.
+TEST_F(UnaryOps, ParallelCallsAskForChunksWorthAThread) {
+  std::mt19937 rng(5);
+  for (int64_t n : {int64_t{1000}, int64_t{1} << 22}) {
+    vm::Tensor x = random_tensor({n}, kF32, rng, -4, 4);
+    vm::Tensor y = vm::Tensor::empty({n}, kF32);
+    RecordingBackend backend;
+    ASSERT_TRUE(lib_->run("relu_sym", {x, y}, backend).ok());
+    ASSERT_EQ(backend.calls.size(), 1u) << n;
+    const auto [iterations, grain] = backend.calls[0];
+    if (n == 1000) {
+      EXPECT_LE(iterations, grain) << "1000 elements are one chunk";
+    } else {
+      EXPECT_GT(iterations, 2 * grain) << "4M elements are several chunks";
+      EXPECT_GE(grain, 1);
+    }
+    for (int64_t i = 0; i < n; i += 997) {
+      ASSERT_EQ(y.data_as<float>()[i], std::max(x.data_as<float>()[i], 0.0f)) << i;
+    }
+  }
+}
+
 TEST_F(UnaryOps, WrongShapeIsReportedNotRun) {
   std::mt19937 rng(3);
   vm::Tensor x = random_tensor({7, 128}, kF32, rng);

@@ -28,12 +28,17 @@ OpLibrary OpLibrary::build(const std::vector<OpToBuild>& ops) {
 
 OpResult OpLibrary::run(const std::string& symbol, const std::vector<vm::Tensor>& args,
                         bool parallel) const {
+  return run(symbol, args, parallel ? vm::tbb_backend() : vm::serial_backend());
+}
+
+OpResult OpLibrary::run(const std::string& symbol, const std::vector<vm::Tensor>& args,
+                        vm::ParallelBackend& backend) const {
   DynvmKernelFn fn = library_->kernel(symbol);
   std::vector<DLTensor> dl;
   dl.reserve(args.size());
   for (const vm::Tensor& t : args) dl.push_back(t.as_dltensor());
   vm::KernelCallContext ctx;
-  ctx.parallel = parallel ? &vm::tbb_backend() : &vm::serial_backend();
+  ctx.parallel = &backend;
   OpResult r;
   r.status = fn(dl.data(), static_cast<int32_t>(dl.size()), &ctx);
   r.error = ctx.error;

@@ -15,6 +15,7 @@
 
 #include "kernels/ops/op.h"
 #include "vm/kernel_library.h"
+#include "vm/parallel.h"
 #include "vm/tensor.h"
 
 namespace dynvm::ops::testing {
@@ -41,6 +42,9 @@ class OpLibrary {
   // expects; it checks them). parallel: TBB backend; else inline.
   OpResult run(const std::string& symbol, const std::vector<vm::Tensor>& args,
                bool parallel = true) const;
+  // The same, with the kernel's parallel loops run by `backend`.
+  OpResult run(const std::string& symbol, const std::vector<vm::Tensor>& args,
+               vm::ParallelBackend& backend) const;
 
  private:
   std::shared_ptr<vm::LoadedLibrary> library_;
