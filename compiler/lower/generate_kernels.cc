@@ -1,6 +1,8 @@
 // Kernel specialization and compilation (see generate_kernels.h).
 #include "compiler/lower/generate_kernels.h"
 
+#include <oneapi/tbb/parallel_for.h>
+
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -94,27 +96,30 @@ dispatch::SpecializedOp with_ranges(dispatch::SpecializedOp base, const KernelRe
   return base;
 }
 
-// The knobs the cost model that ships with dynvm ranks first for `k` (kernels/tune/rank.h),
-// once per workload; nullopt when they are the template's defaults.
-class Ranker {
- public:
-  explicit Ranker(const tune::CostModel& model) : model_(model) {}
-
-  const std::optional<ops::KnobValues>& knobs(const KernelRequest& k) {
-    auto it = ranked_.find(k.workload);
-    if (it != ranked_.end()) return it->second;
-    const ops::OpInstance op = k.build(k.arg_types);
-    ops::KnobValues best = tune::ranked_schedule(op, k.arg_types, model_);
-    std::optional<ops::KnobValues> out;
-    const tune::KnobSpace space(op.knobs);
-    if (best != space.at(space.default_index())) out = std::move(best);
-    return ranked_.emplace(k.workload, std::move(out)).first->second;
+// The knobs a cost model ranks first for each workload of `kernels` that `tuned` does not
+// cover (kernels/tune/rank.h), ranked in parallel (a workload's ranking lowers tens of
+// configurations); nullopt where they are the template's defaults.
+std::map<std::string, std::optional<ops::KnobValues>> rank_workloads(
+    const std::vector<KernelRequest>& kernels, const std::vector<TunedSchedule>& tuned,
+    const tune::CostModel& model) {
+  std::vector<const KernelRequest*> todo;
+  std::map<std::string, std::optional<ops::KnobValues>> ranked;
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    if (!tuned[k].tuned() && ranked.emplace(kernels[k].workload, std::nullopt).second) {
+      todo.push_back(&kernels[k]);
+    }
   }
-
- private:
-  const tune::CostModel& model_;
-  std::map<std::string, std::optional<ops::KnobValues>> ranked_;
-};
+  std::vector<std::optional<ops::KnobValues>> out(todo.size());
+  oneapi::tbb::parallel_for(size_t{0}, todo.size(), [&](size_t i) {
+    const KernelRequest& k = *todo[i];
+    const ops::OpInstance op = k.build(k.arg_types);
+    ops::KnobValues best = tune::ranked_schedule(op, k.arg_types, model);
+    const tune::KnobSpace space(op.knobs);
+    if (best != space.at(space.default_index())) out[i] = std::move(best);
+  });
+  for (size_t i = 0; i < todo.size(); ++i) ranked[todo[i]->workload] = std::move(out[i]);
+  return ranked;
+}
 
 }  // namespace
 
@@ -135,17 +140,20 @@ void generate_kernels(Lowered& lowered, const LowerOptions& options, KernelStats
   }
   std::vector<dispatch::SpecializedOp> ops;
   std::vector<TunedSchedule> tuned;
-  std::optional<Ranker> ranker;  // the model is loaded only when it ranks
-  if (options.rank_schedules) {
-    ranker.emplace(options.cost_model ? *options.cost_model : tune::shipped_cost_model());
+  for (const KernelRequest& k : kernels) tuned.push_back(tuned_schedule(k, options));
+  if (options.rank_schedules) {  // the model is loaded only when it ranks
+    const auto ranked = rank_workloads(
+        kernels, tuned, options.cost_model ? *options.cost_model : tune::shipped_cost_model());
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      if (!tuned[k].tuned()) tuned[k].ranked = ranked.at(kernels[k].workload);
+    }
   }
-  for (const KernelRequest& k : kernels) {
-    tuned.push_back(tuned_schedule(k, options));
-    if (!tuned.back().tuned() && ranker) tuned.back().ranked = ranker->knobs(k);
+  for (size_t index = 0; index < kernels.size(); ++index) {
+    const KernelRequest& k = kernels[index];
     dispatch::SpecializeOptions so;
     so.residue_classes = options.residue_variants;
-    if (tuned.back().knobs != nullptr) so.knobs = *tuned.back().knobs;
-    if (tuned.back().ranked) so.knobs = *tuned.back().ranked;
+    if (tuned[index].knobs != nullptr) so.knobs = *tuned[index].knobs;
+    if (tuned[index].ranked) so.knobs = *tuned[index].ranked;
     // Static sizes apply to the dims this kernel's arguments have alone.
     for (const auto& shape : options.static_shapes) {
       std::map<std::string, int64_t> mine;
@@ -159,8 +167,8 @@ void generate_kernels(Lowered& lowered, const LowerOptions& options, KernelStats
       if (!mine.empty()) so.static_shapes.push_back(mine);
     }
     ops.push_back(dispatch::specialize(k.name, k.build, k.arg_types, so));
-    if (!tuned.back().ranges.empty()) {
-      ops.back() = with_ranges(std::move(ops.back()), k, so, tuned.back().ranges);
+    if (!tuned[index].ranges.empty()) {
+      ops.back() = with_ranges(std::move(ops.back()), k, so, tuned[index].ranges);
     }
   }
   dispatch::CompileOptions co;

@@ -151,6 +151,7 @@ std::vector<double> CostModel::predict(const std::vector<std::vector<float>>& fe
   const bst_ulong* shape = nullptr;
   bst_ulong dim = 0;
   const float* result = nullptr;
+  std::lock_guard<std::mutex> lock(*predicting_);
   DYNVM_XGB_CHECK(
       XGBoosterPredictFromDMatrix(booster_.get(), data.get(), config, &shape, &dim, &result));
   bst_ulong n = 1;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 namespace dynvm::tune {
@@ -30,6 +31,8 @@ class CostModel {
   bool trained() const { return booster_ != nullptr; }
 
   // Higher is better; only the order within one task matters. Untrained: all zeros.
+  // Thread safe: calls on one model are serialized (XGBoost does not promise that
+  // prediction through one booster is).
   std::vector<double> predict(const std::vector<std::vector<float>>& features) const;
 
   // The booster in XGBoost's UBJSON format; empty for an untrained model.
@@ -46,6 +49,7 @@ class CostModel {
     void operator()(void* booster) const;
   };
   std::unique_ptr<void, BoosterDeleter> booster_;
+  std::unique_ptr<std::mutex> predicting_ = std::make_unique<std::mutex>();
 };
 
 }  // namespace dynvm::tune

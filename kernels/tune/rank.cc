@@ -39,21 +39,23 @@ double ConfigScorer::predicted(const CostModel& model, uint64_t index) {
 }
 
 std::vector<SizePoint> nominal_sizes(const std::vector<ops::TensorType>& arg_types) {
-  SizePoint small, large;
-  for (const ops::TensorType& t : arg_types) {
-    for (const arith::Expr& d : t.shape) {
-      if (d.kind() != arith::ExprKind::kVar) continue;
-      small.dims[d->name] = 16;
-      large.dims[d->name] = 256;
+  std::vector<SizePoint> points;
+  for (int64_t value : kNominalDims) {
+    SizePoint p;
+    for (const ops::TensorType& t : arg_types) {
+      for (const arith::Expr& d : t.shape) {
+        if (d.kind() == arith::ExprKind::kVar) p.dims[d->name] = value;
+      }
     }
+    if (p.dims.empty()) return {SizePoint{}};
+    points.push_back(std::move(p));
   }
-  if (small.dims.empty()) return {SizePoint{}};
-  return {small, large};
+  return points;
 }
 
 ops::KnobValues rank_schedule(const ops::OpInstance& op, const std::vector<SizePoint>& sizes,
                               const CostModel& model, const std::set<std::string>& fixed,
-                              size_t max_configs) {
+                              double min_gain, size_t max_configs) {
   ConfigScorer scorer(op, sizes);
   const KnobSpace& space = scorer.space();
   const uint64_t default_index = space.default_index();
@@ -88,14 +90,22 @@ ops::KnobValues rank_schedule(const ops::OpInstance& op, const std::vector<SizeP
       add(space.random(rng));
     }
   }
+  // A configuration replaces the default only where the model is sure at every size point:
+  // its prediction there at least `min_gain` above the default's.
+  const auto& base_features = scorer.features(default_index);
+  if (!base_features) return base;
+  const std::vector<double> base_scores = model.predict(*base_features);
   uint64_t best = default_index;
   double best_score = scorer.predicted(model, default_index);
   for (uint64_t i : configs) {
     const double score = scorer.predicted(model, i);
-    if (score > best_score) {
-      best = i;
-      best_score = score;
-    }
+    if (score <= best_score) continue;
+    const std::vector<double> mine = model.predict(*scorer.features(i));
+    bool sure = true;
+    for (size_t s = 0; s < mine.size(); ++s) sure = sure && mine[s] - base_scores[s] >= min_gain;
+    if (!sure) continue;
+    best = i;
+    best_score = score;
   }
   return space.at(best);
 }

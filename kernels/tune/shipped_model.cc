@@ -1,7 +1,6 @@
 #include "kernels/tune/shipped_model.h"
 
 #include <cstdint>
-#include <mutex>
 
 #include "kernels/tune/rank.h"
 
@@ -22,11 +21,10 @@ extern "C" const uint8_t dynvm_shipped_cost_model_end[];
 namespace dynvm::tune {
 namespace {
 
-// XGBoost's prediction through one booster is not documented as thread safe.
-std::mutex& model_mutex() {
-  static std::mutex m;
-  return m;
-}
+// How sure the model must be before a ranked configuration replaces the default
+// (rank_schedule's min_gain): chosen on the real models with models trained without them
+// (docs/tuning.md).
+constexpr double kShippedMinGain = 0.5;
 
 }  // namespace
 
@@ -40,8 +38,7 @@ const CostModel& shipped_cost_model() {
 ops::KnobValues ranked_schedule(const ops::OpInstance& op,
                                 const std::vector<ops::TensorType>& arg_types,
                                 const CostModel& model) {
-  std::lock_guard<std::mutex> lock(model_mutex());
-  return rank_schedule(op, nominal_sizes(arg_types), model, {"parallel"});
+  return rank_schedule(op, nominal_sizes(arg_types), model, {"parallel"}, kShippedMinGain);
 }
 
 }  // namespace dynvm::tune

@@ -20,7 +20,7 @@ const CostModel& shipped_cost_model();
 // `parallel` keeps the template's default: whether to split a kernel over threads depends
 // on the sizes it runs at most, which the compiler does not know (measured: ranking it at
 // nominal sizes made a model it had not seen 1.6x slower; docs/tuning.md).
-// Thread safe (calls are serialized: XGBoost does not promise that prediction is).
+// Thread safe.
 ops::KnobValues ranked_schedule(const ops::OpInstance& op,
                                 const std::vector<ops::TensorType>& arg_types,
                                 const CostModel& model = shipped_cost_model());

@@ -69,9 +69,18 @@ TEST_F(Vmtune, RecordsAreWrittenResumedAndApplied) {
   const size_t written = measurements_in(log);
   EXPECT_GE(written, 10u);
 
-  Result second = run(VMTUNE_PATH, args);  // everything resumed: nothing new measured
+  // Everything resumed: nothing new measured, and every resumed measurement a training row.
+  const std::string rows = dir_ + "/demo.rows";
+  std::vector<std::string> with_rows = args;
+  with_rows.insert(with_rows.end(), {"--rows", rows});
+  Result second = run(VMTUNE_PATH, with_rows);
   ASSERT_EQ(second.status, 0) << second.err;
   EXPECT_EQ(measurements_in(log), written);
+  size_t measured_sizes = 0;
+  for (const tune::TuningRecord& r : tune::read_records(log)) {
+    measured_sizes += r.range || !r.ok() ? 0 : r.sizes.size();
+  }
+  EXPECT_EQ(lines_of(rows), measured_sizes);
 
   const std::string exe = dir_ + "/demo.vmexe";
   Result vmc = run(VMC_PATH, {kDemo, "-o", exe, "--tuning-log", log});
@@ -82,6 +91,51 @@ TEST_F(Vmtune, RecordsAreWrittenResumedAndApplied) {
   EXPECT_NE(info.out.find(": tuned: "), std::string::npos) << info.out;
 
   expect_reference_outputs(exe, 7);
+
+  // A cost model trained on those rows ranks the schedules of a compile without records.
+  const std::string model = dir_ + "/demo.ubj";
+  Result fit = run(VMTUNE_PATH, {"--fit-model", model, rows});
+  ASSERT_EQ(fit.status, 0) << fit.err;
+  EXPECT_NE(fit.out.find("rows of"), std::string::npos) << fit.out;
+  const std::string ranked = dir_ + "/ranked.vmexe";
+  Result with_model = run(VMC_PATH, {kDemo, "-o", ranked, "--cost-model", model, "-q"});
+  ASSERT_EQ(with_model.status, 0) << with_model.err;
+  Result ranked_info = run(VMRUN_PATH, {ranked, "--info"});
+  EXPECT_NE(ranked_info.out.find("0 with tuned schedules"), std::string::npos) << ranked_info.out;
+  expect_reference_outputs(ranked, 7);
+  const std::string plain = dir_ + "/plain.vmexe";
+  ASSERT_EQ(run(VMC_PATH, {kDemo, "-o", plain, "--no-cost-model", "-q"}).status, 0);
+  EXPECT_NE(run(VMRUN_PATH, {plain, "--info"}).out.find(", 0 ranked by the cost model"),
+            std::string::npos);
+}
+
+// The model that ships with dynvm ranks with no flags; vmrun --info names what it chose.
+TEST_F(Vmtune, WithNoFlagsTheShippedModelRanksSchedules) {
+  const std::string exe = dir_ + "/demo.vmexe";
+  Result vmc = run(VMC_PATH, {kDemo, "-o", exe});
+  ASSERT_EQ(vmc.status, 0) << vmc.err;
+  EXPECT_NE(vmc.err.find(" ranked, "), std::string::npos) << vmc.err;
+  Result info = run(VMRUN_PATH, {exe, "--info"});
+  ASSERT_EQ(info.status, 0) << info.err;
+  EXPECT_NE(info.out.find("ranked by the cost model"), std::string::npos) << info.out;
+  expect_reference_outputs(exe, 7);
+}
+
+TEST_F(Vmtune, BadCostModelsAndTrainingRowsAreOneLine) {
+  const std::string bad = dir_ + "/bad.ubj";
+  std::ofstream(bad) << "not a model";
+  Result vmc = run(VMC_PATH, {kDemo, "-o", dir_ + "/x.vmexe", "--cost-model", bad});
+  EXPECT_EQ(vmc.status, 1);
+  EXPECT_NE(vmc.err.find("vmc: "), std::string::npos) << vmc.err;
+  EXPECT_EQ(std::count(vmc.err.begin(), vmc.err.end(), '\n'), 1) << vmc.err;
+  Result missing = run(VMC_PATH, {kDemo, "-o", dir_ + "/x.vmexe", "--cost-model", dir_ + "/no"});
+  EXPECT_NE(missing.err.find("cannot open"), std::string::npos) << missing.err;
+  Result fit = run(VMTUNE_PATH, {"--fit-model", dir_ + "/m.ubj", dir_ + "/none.rows"});
+  EXPECT_EQ(fit.status, 1);
+  EXPECT_NE(fit.err.find("vmtune: cannot open"), std::string::npos) << fit.err;
+  Result usage = run(VMTUNE_PATH, {"--fit-model", dir_ + "/m.ubj"});
+  EXPECT_EQ(usage.status, 2);
+  EXPECT_NE(usage.err.find("--fit-model takes OUT.ubj ROWS"), std::string::npos) << usage.err;
 }
 
 // Sub-range schedules (kernels/tune/ranges.h): records that give a kernel other knobs for
