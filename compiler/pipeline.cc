@@ -145,9 +145,8 @@ constexpr Step kSteps[] = {
        KernelStats s;
        generate_kernels(c.lowered, o.lower, &s);
        if (o.kernel_requests != nullptr) *o.kernel_requests = c.lowered.kernels;
-       return StepReport{s.kernels > 0, str_cat(s.kernels, " kernels (", s.tuned, " tuned, ", s.ranked,
-                                                " ranked), ",
-                                                s.variants, " variants")};
+       return StepReport{s.kernels > 0, str_cat(s.kernels, " kernels (", s.tuned, " tuned, ",
+                                                s.ranked, " ranked), ", s.variants, " variants")};
      }},
 };
 constexpr const char* kFirstLoweringStep = "place_devices";

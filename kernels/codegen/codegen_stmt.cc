@@ -229,9 +229,9 @@ void CodeGenLLVM::emit_parallel_call(const tir::Stmt& s) {
   // Chunks of at least kMinParallelChunkWork stores: a call with less work than two chunks
   // runs on the calling thread (the runtime runs a range no longer than the grain inline).
   // Above that, TBB's partitioner sizes the chunks.
-  Value* grain = emit_index(arith::max(
-      arith::make_int(1), arith::floordiv(arith::make_int(tir::kMinParallelChunkWork),
-                                          arith::max(region.work_per_iteration, 1))));
+  Value* grain = emit_index(
+      arith::max(arith::make_int(1), arith::floordiv(arith::make_int(tir::kMinParallelChunkWork),
+                                                     arith::max(region.work_per_iteration, 1))));
   auto* pf_type = llvm::FunctionType::get(
       b.getInt32Ty(),
       {b.getPtrTy(), b.getInt64Ty(), b.getInt64Ty(), b.getInt64Ty(), b.getPtrTy(), b.getPtrTy()},

@@ -10,9 +10,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 #include <memory>
-#include <iostream>
 
 #include "kernels/tune/records.h"
 #include "serializer/vmexe.h"
@@ -83,8 +83,8 @@ int run(int argc, const char* const* argv) {
     if (!in) user_error("cannot open ", o.cost_model);
     const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
                                      std::istreambuf_iterator<char>());
-    o.compile.lower.cost_model = std::make_shared<const tune::CostModel>(
-        tune::CostModel::load(bytes));
+    o.compile.lower.cost_model =
+        std::make_shared<const tune::CostModel>(tune::CostModel::load(bytes));
   }
   // The first step, reported as the compiler reports its own.
   compiler::Module module = frontends::onnx_import::import_onnx_file(o.model, o.import);
@@ -118,7 +118,7 @@ int run(int argc, const char* const* argv) {
                  "vmc: wrote %s (%zu kernels, %zu tuned, %zu ranked, %zu variants, %zu "
                  "instructions) in %.1f s\n",
                  o.output.c_str(), exe.kernels.size(), tuned, ranked, variants,
-        exe.functions.empty() ? size_t{0} : exe.functions[0].code.size(), s);
+                 exe.functions.empty() ? size_t{0} : exe.functions[0].code.size(), s);
   }
   return 0;
 }

@@ -193,7 +193,8 @@ int fit_model(const Options& o) {
   const std::string tmp = o.fit_output + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
     if (!out) user_error("cannot write ", tmp);
   }
   std::filesystem::rename(tmp, o.fit_output);

@@ -8,8 +8,8 @@
 // iteration runs (symbolic where the sizes are), from which the call's grain is computed
 // so that small sizes run on one thread.
 #include <string>
-#include <vector>
 #include <utility>
+#include <vector>
 
 #include "kernels/arith/simplify.h"
 #include "kernels/tir/functor.h"

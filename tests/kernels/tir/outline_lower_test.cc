@@ -81,13 +81,13 @@ TEST(TirOutlineParallel, RegionsCountTheStoresOfOneIteration) {
   auto A = buf("A", {n, n}), C = buf("C", {n, n});
   // parallel for i in [0, n): { for j in [0, n): for k in [0, 4): C[i, j] = A[i, j] + 1;
   //                            C[i, 0] = 7; for j in [0, i): C[i, j] = 0 }
-  Stmt body = make_for(
-      i, 0, n, ForKind::kParallel,
-      make_seq({make_for(j, 0, n, ForKind::kSerial,
-                         make_for(k, 0, 4, ForKind::kSerial,
-                                  make_store(C, {i, j}, load(A, {i, j}) + f32c(1)))),
-                make_store(C, {i, 0}, f32c(7)),
-                make_for(j, 0, i, ForKind::kSerial, make_store(C, {i, j}, f32c(0)))}));
+  Stmt body =
+      make_for(i, 0, n, ForKind::kParallel,
+               make_seq({make_for(j, 0, n, ForKind::kSerial,
+                                  make_for(k, 0, 4, ForKind::kSerial,
+                                           make_store(C, {i, j}, load(A, {i, j}) + f32c(1)))),
+                         make_store(C, {i, 0}, f32c(7)),
+                         make_for(j, 0, i, ForKind::kSerial, make_store(C, {i, j}, f32c(0)))}));
   LoweredFunc lf = outline_parallel(PrimFunc{"work", {A, C}, 1, body});
   ASSERT_EQ(lf.regions.size(), 1u);
   const arith::Expr& work = lf.regions[0].work_per_iteration;

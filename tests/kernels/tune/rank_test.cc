@@ -31,8 +31,7 @@ TEST(NominalSizes, EveryVariableAtEachNominalValue) {
   const std::vector<SizePoint> points = nominal_sizes({batch, lengths});
   ASSERT_EQ(points.size(), 3u);
   EXPECT_EQ(points[0].dims, (std::map<std::string, int64_t>{{"b", 10}, {"n", 10}, {"w", 10}}));
-  EXPECT_EQ(points[2].dims,
-            (std::map<std::string, int64_t>{{"b", 250}, {"n", 250}, {"w", 250}}));
+  EXPECT_EQ(points[2].dims, (std::map<std::string, int64_t>{{"b", 250}, {"n", 250}, {"w", 250}}));
   // Static kernels: one point, no dims.
   const std::vector<SizePoint> fixed = nominal_sizes({kB});
   ASSERT_EQ(fixed.size(), 1u);
@@ -89,7 +88,7 @@ TEST(ShippedModel, IsTrainedOnThisVersionsFeaturesAndRanksARealKernel) {
   const ops::OpInstance op = ops::matmul(kA, kB);
   const ops::KnobValues chosen = ranked_schedule(op, {kA, kB});
   const KnobSpace space(op.knobs);
-  EXPECT_NO_THROW(space.index_of(chosen));  // a configuration of the template
+  EXPECT_NO_THROW(space.index_of(chosen));           // a configuration of the template
   EXPECT_EQ(ranked_schedule(op, {kA, kB}), chosen);  // the same answer every time
 }
 
