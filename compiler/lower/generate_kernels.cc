@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -102,11 +103,26 @@ dispatch::SpecializedOp with_ranges(dispatch::SpecializedOp base, const KernelRe
 std::map<std::string, std::optional<ops::KnobValues>> rank_workloads(
     const std::vector<KernelRequest>& kernels, const std::vector<TunedSchedule>& tuned,
     const tune::CostModel& model) {
+  // The shipped model's choices are remembered for the life of the process (a model
+  // compiled again, a workload shared by several models): ranking lowers each
+  // configuration, the most expensive part of a compile after LLVM.
+  static std::mutex remembered_mutex;
+  static std::map<std::string, std::optional<ops::KnobValues>> remembered;
+  const bool shipped = &model == &tune::shipped_cost_model();
   std::vector<const KernelRequest*> todo;
   std::map<std::string, std::optional<ops::KnobValues>> ranked;
-  for (size_t k = 0; k < kernels.size(); ++k) {
-    if (!tuned[k].tuned() && ranked.emplace(kernels[k].workload, std::nullopt).second) {
-      todo.push_back(&kernels[k]);
+  {
+    std::lock_guard<std::mutex> lock(remembered_mutex);
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      const std::string& w = kernels[k].workload;
+      if (tuned[k].tuned() || ranked.count(w) != 0) continue;
+      auto known = shipped ? remembered.find(w) : remembered.end();
+      if (known != remembered.end()) {
+        ranked[w] = known->second;
+      } else {
+        ranked[w] = std::nullopt;
+        todo.push_back(&kernels[k]);
+      }
     }
   }
   std::vector<std::optional<ops::KnobValues>> out(todo.size());
@@ -117,7 +133,11 @@ std::map<std::string, std::optional<ops::KnobValues>> rank_workloads(
     const tune::KnobSpace space(op.knobs);
     if (best != space.at(space.default_index())) out[i] = std::move(best);
   });
-  for (size_t i = 0; i < todo.size(); ++i) ranked[todo[i]->workload] = std::move(out[i]);
+  std::lock_guard<std::mutex> lock(remembered_mutex);
+  for (size_t i = 0; i < todo.size(); ++i) {
+    if (shipped) remembered[todo[i]->workload] = out[i];
+    ranked[todo[i]->workload] = std::move(out[i]);
+  }
   return ranked;
 }
 

@@ -1,5 +1,6 @@
 #include "kernels/tune/shipped_model.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "kernels/tune/rank.h"
@@ -38,6 +39,22 @@ const CostModel& shipped_cost_model() {
 ops::KnobValues ranked_schedule(const ops::OpInstance& op,
                                 const std::vector<ops::TensorType>& arg_types,
                                 const CostModel& model) {
+  // A static kernel whose every argument is small runs in microseconds whatever its knobs:
+  // not worth lowering tens of configurations at compile time.
+  bool is_static = true;
+  int64_t largest = 0;
+  for (const ops::TensorType& t : arg_types) {
+    int64_t elements = 1;
+    for (const arith::Expr& d : t.shape) {
+      is_static = is_static && d.is_int_imm();
+      elements *= d.is_int_imm() ? std::max<int64_t>(d.int_value(), 1) : 1;
+    }
+    largest = std::max(largest, elements);
+  }
+  if (is_static && largest < kMinRankedElements) {
+    const KnobSpace space(op.knobs);
+    return space.at(space.default_index());
+  }
   return rank_schedule(op, nominal_sizes(arg_types), model, {"parallel"}, kShippedMinGain);
 }
 

@@ -45,37 +45,63 @@ TEST(RankSchedule, AnUntrainedModelKeepsTheDefaults) {
             space.at(space.default_index()));
 }
 
-// A model taught that wide column tiles are fast (tile_n = 64 scores ten times the rest, on
-// the features of every configuration at both nominal sizes) chooses one.
-TEST(RankSchedule, TheConfigurationATrainedModelPrefersWins) {
-  const ops::OpInstance op = ops::matmul(kA, kB);
-  const std::vector<SizePoint> sizes = nominal_sizes({kA, kB});
-  ConfigScorer scorer(op, sizes);
-  const KnobSpace& space = scorer.space();
-  ASSERT_NE(space.at(space.default_index()).at("tile_n"), 64);
+// A model taught that wide column tiles are fast: tile_n = 64 scores ten times the rest, on
+// the features of every configuration of each op at its nominal sizes.
+CostModel prefers_wide_tiles(const std::vector<ops::OpInstance>& ops,
+                             const std::vector<std::vector<SizePoint>>& sizes) {
   std::vector<std::vector<float>> rows;
   std::vector<double> score;
   std::vector<int64_t> group;
-  for (uint64_t i = 0; i < space.size(); ++i) {
-    const auto& f = scorer.features(i);
-    if (!f) continue;
-    for (size_t s = 0; s < sizes.size(); ++s) {
-      rows.push_back((*f)[s]);
-      score.push_back(space.at(i).at("tile_n") == 64 ? 10.0 : 1.0);
-      group.push_back(static_cast<int64_t>(s));
+  for (size_t o = 0; o < ops.size(); ++o) {
+    ConfigScorer scorer(ops[o], sizes[o]);
+    const KnobSpace& space = scorer.space();
+    for (uint64_t i = 0; i < space.size(); ++i) {
+      const auto& f = scorer.features(i);
+      if (!f) continue;
+      for (size_t s = 0; s < sizes[o].size(); ++s) {
+        rows.push_back((*f)[s]);
+        score.push_back(space.at(i).at("tile_n") == 64 ? 10.0 : 1.0);
+        group.push_back(static_cast<int64_t>(o * 16 + s));
+      }
     }
   }
   CostModel model;
   model.fit(rows, score, group);
+  return model;
+}
+
+TEST(RankSchedule, TheConfigurationATrainedModelPrefersWins) {
+  const ops::OpInstance op = ops::matmul(kA, kB);
+  const std::vector<SizePoint> sizes = nominal_sizes({kA, kB});
+  const CostModel model = prefers_wide_tiles({op}, {sizes});
   ASSERT_TRUE(model.trained());
+  ConfigScorer scorer(op, sizes);
+  const KnobSpace& space = scorer.space();
+  ASSERT_NE(space.at(space.default_index()).at("tile_n"), 64);
   EXPECT_EQ(rank_schedule(op, sizes, model).at("tile_n"), 64);
-  // A fixed knob keeps its default, whatever the model thinks of it.
-  EXPECT_EQ(rank_schedule(op, sizes, model, {"tile_n"}).at("tile_n"),
-            space.at(space.default_index()).at("tile_n"));
   ops::KnobValues wide = space.at(space.default_index());
   wide["tile_n"] = 64;
   EXPECT_GT(scorer.predicted(model, space.index_of(wide)),
             scorer.predicted(model, space.default_index()));
+  // A fixed knob keeps its default, whatever the model thinks of it.
+  EXPECT_EQ(rank_schedule(op, sizes, model, {"tile_n"}).at("tile_n"),
+            space.at(space.default_index()).at("tile_n"));
+  // So does everything when the model is not sure enough.
+  EXPECT_EQ(rank_schedule(op, sizes, model, {}, 1e9), space.at(space.default_index()));
+}
+
+// ranked_schedule (what the compiler calls) ranks symbolic kernels and leaves static ones
+// whose arguments are all small at their defaults, whatever the model prefers.
+TEST(RankedSchedule, SmallStaticKernelsKeepTheirDefaults) {
+  const ops::TensorType small_a{vm::DType::kFloat32, {arith::make_int(8), arith::make_int(64)}};
+  const ops::OpInstance symbolic = ops::matmul(kA, kB);
+  const ops::OpInstance small = ops::matmul(small_a, kB);
+  const CostModel model = prefers_wide_tiles(
+      {symbolic, small}, {nominal_sizes({kA, kB}), nominal_sizes({small_a, kB})});
+  ASSERT_LT(64 * 128, kMinRankedElements);
+  EXPECT_EQ(ranked_schedule(symbolic, {kA, kB}, model).at("tile_n"), 64);
+  const KnobSpace space(small.knobs);
+  EXPECT_EQ(ranked_schedule(small, {small_a, kB}, model), space.at(space.default_index()));
 }
 
 TEST(ShippedModel, IsTrainedOnThisVersionsFeaturesAndRanksARealKernel) {
