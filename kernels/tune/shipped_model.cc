@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 
 #include "kernels/tune/rank.h"
 
@@ -39,19 +40,19 @@ const CostModel& shipped_cost_model() {
 ops::KnobValues ranked_schedule(const ops::OpInstance& op,
                                 const std::vector<ops::TensorType>& arg_types,
                                 const CostModel& model) {
-  // A static kernel whose every argument is small runs in microseconds whatever its knobs:
-  // not worth lowering tens of configurations at compile time.
-  bool is_static = true;
+  // A kernel whose every argument is small, its symbolic dims at the largest nominal size,
+  // runs in microseconds whatever its knobs: not worth lowering tens of configurations.
+  const int64_t nominal = *std::max_element(std::begin(kNominalDims), std::end(kNominalDims));
   int64_t largest = 0;
   for (const ops::TensorType& t : arg_types) {
     int64_t elements = 1;
     for (const arith::Expr& d : t.shape) {
-      is_static = is_static && d.is_int_imm();
-      elements *= d.is_int_imm() ? std::max<int64_t>(d.int_value(), 1) : 1;
+      elements *= d.is_int_imm() ? std::max<int64_t>(d.int_value(), 1) : nominal;
+      elements = std::min<int64_t>(elements, kMinRankedElements);
     }
     largest = std::max(largest, elements);
   }
-  if (is_static && largest < kMinRankedElements) {
+  if (largest < kMinRankedElements) {
     const KnobSpace space(op.knobs);
     return space.at(space.default_index());
   }

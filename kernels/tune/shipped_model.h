@@ -20,8 +20,9 @@ const CostModel& shipped_cost_model();
 // `parallel` keeps the template's default: whether to split a kernel over threads depends
 // on the sizes it runs at most, which the compiler does not know (measured: ranking it at
 // nominal sizes made a model it had not seen 1.6x slower; docs/tuning.md).
-// A static kernel whose arguments all have fewer than kMinRankedElements elements keeps
-// the defaults without being ranked. Thread safe.
+// A kernel whose arguments all have fewer than kMinRankedElements elements, with its
+// symbolic dims at the largest of kNominalDims, keeps the defaults without being ranked.
+// Thread safe.
 inline constexpr int64_t kMinRankedElements = 16384;
 ops::KnobValues ranked_schedule(const ops::OpInstance& op,
                                 const std::vector<ops::TensorType>& arg_types,

@@ -90,16 +90,20 @@ TEST(RankSchedule, TheConfigurationATrainedModelPrefersWins) {
   EXPECT_EQ(rank_schedule(op, sizes, model, {}, 1e9), space.at(space.default_index()));
 }
 
-// ranked_schedule (what the compiler calls) ranks symbolic kernels and leaves static ones
-// whose arguments are all small at their defaults, whatever the model prefers.
+// ranked_schedule (what the compiler calls) ranks kernels with a large argument and leaves
+// those whose arguments are all small (symbolic dims at 250) at their defaults, whatever
+// the model prefers.
 TEST(RankedSchedule, SmallStaticKernelsKeepTheirDefaults) {
+  const ops::TensorType wide_a{vm::DType::kFloat32, {arith::Var("n"), arith::make_int(128)}};
+  const ops::TensorType square{vm::DType::kFloat32, {arith::make_int(128), arith::make_int(128)}};
   const ops::TensorType small_a{vm::DType::kFloat32, {arith::make_int(8), arith::make_int(64)}};
-  const ops::OpInstance symbolic = ops::matmul(kA, kB);
+  ASSERT_GE(250 * 128, kMinRankedElements);  // wide_a at the largest nominal size
+  ASSERT_LT(64 * 128, kMinRankedElements);   // every argument of the small product
+  const ops::OpInstance large = ops::matmul(wide_a, square);
   const ops::OpInstance small = ops::matmul(small_a, kB);
   const CostModel model = prefers_wide_tiles(
-      {symbolic, small}, {nominal_sizes({kA, kB}), nominal_sizes({small_a, kB})});
-  ASSERT_LT(64 * 128, kMinRankedElements);
-  EXPECT_EQ(ranked_schedule(symbolic, {kA, kB}, model).at("tile_n"), 64);
+      {large, small}, {nominal_sizes({wide_a, square}), nominal_sizes({small_a, kB})});
+  EXPECT_EQ(ranked_schedule(large, {wide_a, square}, model).at("tile_n"), 64);
   const KnobSpace space(small.knobs);
   EXPECT_EQ(ranked_schedule(small, {small_a, kB}, model), space.at(space.default_index()));
 }
