@@ -109,7 +109,7 @@ std::map<std::string, std::optional<ops::KnobValues>> rank_workloads(
   static std::mutex remembered_mutex;
   static std::map<std::string, std::optional<ops::KnobValues>> remembered;
   const bool shipped = &model == &tune::shipped_cost_model();
-  std::vector<const KernelRequest*> todo;
+  std::vector<const KernelRequest*> unranked;
   std::map<std::string, std::optional<ops::KnobValues>> ranked;
   {
     std::lock_guard<std::mutex> lock(remembered_mutex);
@@ -121,22 +121,22 @@ std::map<std::string, std::optional<ops::KnobValues>> rank_workloads(
         ranked[w] = known->second;
       } else {
         ranked[w] = std::nullopt;
-        todo.push_back(&kernels[k]);
+        unranked.push_back(&kernels[k]);
       }
     }
   }
-  std::vector<std::optional<ops::KnobValues>> out(todo.size());
-  oneapi::tbb::parallel_for(size_t{0}, todo.size(), [&](size_t i) {
-    const KernelRequest& k = *todo[i];
+  std::vector<std::optional<ops::KnobValues>> out(unranked.size());
+  oneapi::tbb::parallel_for(size_t{0}, unranked.size(), [&](size_t i) {
+    const KernelRequest& k = *unranked[i];
     const ops::OpInstance op = k.build(k.arg_types);
     ops::KnobValues best = tune::ranked_schedule(op, k.arg_types, model);
     const tune::KnobSpace space(op.knobs);
     if (best != space.at(space.default_index())) out[i] = std::move(best);
   });
   std::lock_guard<std::mutex> lock(remembered_mutex);
-  for (size_t i = 0; i < todo.size(); ++i) {
-    if (shipped) remembered[todo[i]->workload] = out[i];
-    ranked[todo[i]->workload] = std::move(out[i]);
+  for (size_t i = 0; i < unranked.size(); ++i) {
+    if (shipped) remembered[unranked[i]->workload] = out[i];
+    ranked[unranked[i]->workload] = std::move(out[i]);
   }
   return ranked;
 }
