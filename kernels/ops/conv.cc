@@ -144,7 +144,9 @@ te::Schedule conv_schedule(const ConvStages& st, const std::vector<KnobSpec>& sp
 
   te::Schedule s = te::create_schedule({st.out});
   TensorRef acc = st.acc ? st.acc : s.cache_write(st.tiled, "local");
-  // The pad copy is a small fraction of the work; its clamped reads do not vectorize.
+  // The pad copy stays scalar: loop_partition splits it at the borders, and its interior,
+  // a plain copy, is vectorized by LLVM without the 16-wide tails a vector split leaves
+  // (measured: 1-wide 334 us, 16-wide 476 us on a 240-channel 5x5 depthwise at 12x80).
   if (st.pad) schedule_injective(s, st.pad, 1, parallel);
   if (st.copy) schedule_injective(s, st.copy, kWidthMultiple, parallel);
 

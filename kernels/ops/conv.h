@@ -4,7 +4,8 @@
 // symbolic; channels and kernel sizes must be constants (the schedule blocks them).
 //
 // conv's math reads a padded copy of the input (stage "Pad", zero outside, its reads
-// clamped into range because select evaluates both sides), so that the convolution itself
+// clamped into range because select evaluates both sides; loop_partition cuts the copy at
+// the borders, leaving a plain, vectorized copy inside), so that the convolution itself
 // indexes affinely and its output-width loop vectorizes:
 //   Y[n, o, y, x] = sum_{c, ky, kx} Pad[n, g(o)*C/G + c, y*s + ky*d, x*s + kx*d] * W[o, c, ky, kx]
 // Default schedule (TVM's x86 conv2d idea, written like matmul's): the output is tiled by

@@ -11,11 +11,18 @@
 // then-branch. Head and tail keep the guard — unless r involved no inner loop, in which case
 // the atoms are exactly false there and the if becomes its else-branch.
 //
+// A store value `select(c, a, b)` whose condition is such an index condition is a guard too
+// (conv's padded copy reads `inside ? X[clamped] : 0`): the main part takes `a`, an exact
+// head or tail `b`. A main part is partitioned again for the guards of other ranges it
+// holds (a split's tail guard around that select), and its indices are simplified knowing
+// that the removed guards hold there, so the padded copy's clamps vanish from its interior.
+//
 // Soundness does not rest on the simplifier: lo and hi are built so that the atoms hold by
 // construction (a * floordiv(x, a) <= x). When no if qualifies (atoms not affine, a symbolic
 // coefficient, r depending on a let or on v itself, ==, !=, ||), the loop is left alone.
 // GPU-bound loops are never partitioned.
 #include <optional>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -183,6 +190,14 @@ class GuardWalker : public StmtMutator {
     return r;
   }
 
+  // A select may sit inside a let expression whose variable its condition reads.
+  tir::Expr visit_let_expr(const tir::Expr& e) override {
+    ctx_.opaque.push_back(arith::Var(e->let_var).id());
+    tir::Expr r = StmtMutator::visit_let_expr(e);
+    ctx_.opaque.pop_back();
+    return r;
+  }
+
   Stmt visit_if(const Stmt& s) override {
     if (mode_ == Mode::kSearch && found) return s;
     std::optional<GuardRange> g = analyze(s->condition, v_, ctx_, an_);
@@ -201,6 +216,34 @@ class GuardWalker : public StmtMutator {
     }
     if (!g->exact) return StmtMutator::visit_if(s);
     return s->else_case.defined() ? mutate_stmt(s->else_case) : make_nop();
+  }
+
+  // A select whose condition is an index condition is a guard too (a padded copy's
+  // `inside ? X[clamped] : 0`): the main part takes its first value, an exact outside part
+  // its second. A vectorized select stays a select: it is already branch-free.
+  tir::Expr visit_select(const tir::Expr& e) override {
+    if (mode_ == Mode::kSearch && found) return e;
+    const tir::Expr& c = e->operands[0];
+    std::optional<GuardRange> g;
+    if (c.kind() == tir::ExprKind::kIndexValue && c.type().lanes == 1) {
+      g = analyze(c->index, v_, ctx_, an_);
+    }
+    if (mode_ == Mode::kSearch) {
+      if (g) {
+        found = g;
+        return e;
+      }
+      return StmtMutator::visit_select(e);
+    }
+    if (!g || !same_range(*g, *target_)) return StmtMutator::visit_select(e);
+    if (mode_ == Mode::kMain) {
+      tir::Expr a = mutate_expr(e->operands[1]);
+      if (g->other_atoms.empty()) return a;
+      return select(index_value(conjunction(g->other_atoms), c.type()), a,
+                    mutate_expr(e->operands[2]));
+    }
+    if (!g->exact) return StmtMutator::visit_select(e);
+    return mutate_expr(e->operands[2]);
   }
 
  private:
@@ -246,7 +289,18 @@ class Partitioner : public StmtMutator {
 
     std::vector<Stmt> parts;
     if (g.lower.defined()) parts.push_back(recurse(s, m, an_.simplify(lo - m), outside_body));
-    parts.push_back(recurse(s, lo, an_.simplify(hi - lo), main_body));
+    // The main part may hold guards of other ranges (a split's tail guard around a padded
+    // copy's select): it is partitioned again. Each round removes one range, so it ends.
+    Expr main_extent = an_.simplify(hi - lo);
+    ForKind main_kind = piece_kind(s, main_extent);
+    Facts outer = facts_.count(v.id()) ? facts_[v.id()] : Facts{};
+    facts_[v.id()] = {tighter(outer.lower, g.lower, true), tighter(outer.upper, g.upper, false)};
+    parts.push_back(visit_for(make_for(v, lo, main_extent, main_kind, main_body, s->thread_axis)));
+    if (outer.lower.defined() || outer.upper.defined()) {
+      facts_[v.id()] = outer;
+    } else {
+      facts_.erase(v.id());
+    }
     if (g.upper.defined()) parts.push_back(recurse(s, hi, an_.simplify(end - hi), outside_body));
     return make_seq(std::move(parts));
   }
@@ -264,6 +318,15 @@ class Partitioner : public StmtMutator {
     return false;
   }
 
+  // The larger (want_max) or smaller of two optional bounds; undefined when both are.
+  Expr tighter(const Expr& a, const Expr& b, bool want_max) const {
+    if (!a.defined()) return b;
+    if (!b.defined()) return a;
+    if (provably_le(a, b)) return want_max ? b : a;
+    if (provably_le(b, a)) return want_max ? a : b;
+    return an_.simplify(want_max ? arith::max(a, b) : arith::min(a, b));
+  }
+
   Expr clamp(const Expr& x, const Expr& lo, const Expr& hi) const {
     Expr r = an_.simplify(x);
     if (!provably_le(lo, r)) r = an_.simplify(arith::max(r, lo));
@@ -271,22 +334,37 @@ class Partitioner : public StmtMutator {
     return r;
   }
 
-  // Rebuilds loop s over [min, min + extent) with `body`, partitioning inside it. A piece of
-  // a constant-extent vectorized loop whose extent is no longer constant is a remainder: it
-  // becomes serial. An unrolled one stays unrolled: specialize_extents may give it constant
-  // extents, and unroll makes serial what is left symbolic.
+  // The kind of a piece of loop s with `extent` iterations: a constant-extent vectorized
+  // loop whose piece is no longer constant is a remainder, and runs serial.
+  static ForKind piece_kind(const Stmt& s, const Expr& extent) {
+    if (s->for_kind == ForKind::kVectorized && s->extent.is_int_imm() && !extent.is_int_imm()) {
+      return ForKind::kSerial;
+    }
+    return s->for_kind;
+  }
+
+  // Rebuilds loop s over [min, min + extent) with `body`, partitioning inside it, with the
+  // piece's kind (piece_kind). An unrolled one stays unrolled: specialize_extents may give it
+  // constant extents, and unroll makes serial what is left symbolic.
   Stmt recurse(const Stmt& s, const Expr& min, const Expr& extent, const Stmt& body) {
     bool gpu = s->for_kind == ForKind::kGpuBlock || s->for_kind == ForKind::kGpuThread;
     if (!gpu && an_.const_bounds(extent).max <= 0) return make_nop();
-    ForKind kind = s->for_kind;
-    if (kind == ForKind::kVectorized && s->extent.is_int_imm() && !extent.is_int_imm()) {
-      kind = ForKind::kSerial;
-    }
+    ForKind kind = piece_kind(s, extent);
     arith::Var v(s->loop_var);
-    if (min.is_int_imm() && extent.is_int_imm()) {
-      an_.bind(v, min.int_value(), min.int_value() + extent.int_value() - 1);
+    Expr lower = min, upper = an_.simplify(min + extent - arith::make_int(1));
+    auto f = facts_.find(v.id());
+    if (f != facts_.end()) {
+      // An iteration that runs satisfies both the loop's range and the facts; the facts are
+      // the simpler bounds to prove with (the range is clamped by min / max).
+      if (f->second.lower.defined()) lower = f->second.lower;
+      if (f->second.upper.defined()) upper = an_.simplify(f->second.upper - arith::make_int(1));
+      // Contradicting facts: the guards never all hold, so the piece never runs.
+      if (!gpu && an_.const_bounds(lower).min > an_.const_bounds(upper).max) return make_nop();
+    }
+    if (lower.is_int_imm() && upper.is_int_imm()) {
+      an_.bind(v, lower.int_value(), upper.int_value());
     } else {
-      an_.bind(v, min, an_.simplify(min + extent - arith::make_int(1)));
+      an_.bind(v, lower, upper);
     }
     Stmt new_body = mutate_stmt(body);
     an_.unbind(v);
@@ -298,6 +376,17 @@ class Partitioner : public StmtMutator {
     return make_for(v, min, extent, kind, new_body, s->thread_axis);
   }
 
+  // Inside a main part: the guards removed from it hold, so indices there are simplified
+  // with them (a padded copy's clamps vanish). Elsewhere indices are left to simplify.
+  Expr mutate_index(const Expr& e) override { return facts_.empty() ? e : an_.simplify(e); }
+
+  // What the guards of the main parts being rebuilt say about their loop variables:
+  // lower <= v < upper, either side undefined when unknown. The loop's own range may be
+  // wider (lo and hi are clamped into the loop); an iteration that runs satisfies both.
+  struct Facts {
+    Expr lower, upper;
+  };
+  std::unordered_map<arith::VarId, Facts> facts_;
   arith::Analyzer an_;
 };
 

@@ -10,8 +10,8 @@ namespace dynvm::tir {
 // Simplifies every index expression with what is known in scope (loop ranges, dims >= 0),
 // removes loops of extent 1 and ifs whose condition is decided.
 PrimFunc simplify(PrimFunc f);
-// Splits loops guarded by a condition affine in the loop variable into a guard-free main
-// part and the head / tail that keep the guard.
+// Splits loops guarded by a condition affine in the loop variable (an if, or a select in a
+// stored value) into a guard-free main part and the head / tail that keep the guard.
 PrimFunc loop_partition(PrimFunc f);
 // kUnrolled loops whose symbolic extent takes few values (a split's remainder, 0..7) get one
 // copy per value behind `if (extent == c)`, at most max_copies copies of a statement.

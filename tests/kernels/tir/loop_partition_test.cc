@@ -96,6 +96,65 @@ TEST(TirLoopPartition, EachAtomIsRemovedByTheLoopItIsAbout) {
   expect_equivalent_1d(f, g, 1);
 }
 
+// A padded copy, as conv's Pad stage lowers: C[i] = 2 <= i < n + 2 ? A[clamp(i - 2)] : 0 over
+// [0, n + 4), split by 16 with the tail guard outside the select.
+PrimFunc padded_copy(ForKind inner) {
+  Var n("n"), io("io"), ii("ii");
+  auto A = buf("A", {n}), C = buf("C", {n + 4});
+  arith::Expr i = io * 16 + ii;
+  arith::Expr inside = arith::logical_and(arith::ge(i, 2), arith::lt(i, n + 2));
+  arith::Expr clamped = arith::max(arith::min(i - 2, n - 1), 0);
+  Expr value = select(index_value(inside, boolean()), load(A, {clamped}), f32c(0));
+  Stmt body =
+      make_for(io, 0, arith::floordiv(n + 19, 16), ForKind::kSerial,
+               make_for(ii, 0, 16, inner, make_if(arith::lt(i, n + 4), make_store(C, {i}, value))));
+  return PrimFunc{"padded_copy", {A, C}, 1, body};
+}
+
+int count_selects(const Stmt& s) {
+  return count_exprs(s, [](const Expr& e) { return e.kind() == ExprKind::kSelect; });
+}
+
+TEST(TirLoopPartition, SelectGuardsArePartitionedLikeIfs) {
+  // The main part copies with neither the select nor the clamps (simplify proves them
+  // no-ops there) nor the split's guard: the second guard is found by partitioning the
+  // main part again.
+  PrimFunc f = padded_copy(ForKind::kVectorized);
+  PrimFunc g = partition(f);
+  const std::string text = to_string(g);
+  ASSERT_EQ(g.body.kind(), StmtKind::kSeq) << text;
+  // The main part is the one whose inner loop still runs 16 lanes wide.
+  Stmt main;
+  for (const Stmt& part : g.body->seq) {
+    int full = count_stmts(part, [](const Stmt& st) {
+      return st.kind() == StmtKind::kFor && st->for_kind == ForKind::kVectorized &&
+             st->extent.is_int_imm() && st->extent.int_value() == 16;
+    });
+    if (full == 1) main = part;
+  }
+  ASSERT_TRUE(main.defined()) << text;
+  EXPECT_EQ(count_stmts(main, [](const Stmt& st) { return st.kind() == StmtKind::kFor; }), 2)
+      << to_string(main);
+  EXPECT_EQ(count_ifs(main), 0) << text;
+  EXPECT_EQ(count_selects(main), 0) << text;
+  // Its loop bounds keep their clamps; its body has none.
+  const std::string body = to_string(main->body);
+  EXPECT_EQ(body.find("max("), std::string::npos) << text;
+  EXPECT_EQ(body.find("min("), std::string::npos) << text;
+  expect_equivalent_1d(f, g, 1);
+}
+
+TEST(TirLoopPartition, ExactHeadOfASelectTakesItsSecondValue) {
+  Var n("n"), i("i");
+  auto A = buf("A", {n}), C = buf("C", {n});
+  Expr value = select(index_value(arith::ge(i, 3), boolean()), load(A, {i}), f32c(7));
+  PrimFunc f{
+      "select_head", {A, C}, 1, make_for(i, 0, n, ForKind::kSerial, make_store(C, {i}, value))};
+  PrimFunc g = partition(f);
+  EXPECT_EQ(count_selects(g.body), 0) << to_string(g);
+  expect_equivalent_1d(f, g, 1);
+}
+
 TEST(TirLoopPartition, LeavesGuardsItCannotReasonAbout) {
   Var n("n"), i("i"), x("x");
   auto A = buf("A", {n}), C = buf("C", {n});
