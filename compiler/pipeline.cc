@@ -18,6 +18,7 @@
 #include "compiler/passes/fold_constants.h"
 #include "compiler/passes/fuse_ops.h"
 #include "compiler/passes/infer_types.h"
+#include "compiler/passes/pack_weights.h"
 #include "compiler/passes/place_devices.h"
 #include "compiler/passes/simplify.h"
 #include "compiler/passes/static_inputs.h"
@@ -95,6 +96,8 @@ constexpr Step kSteps[] = {
      [](Compilation& c, const CompileOptions&) { return graph(c, fold_constants(c.typed)); }},
     {"fold_batch_norm", Form::kGraph,
      [](Compilation& c, const CompileOptions&) { return graph(c, fold_batch_norm(c.typed)); }},
+    {"pack_weights", Form::kGraph,
+     [](Compilation& c, const CompileOptions&) { return graph(c, pack_weights(c.typed)); }},
     {"dce", Form::kGraph,
      [](Compilation& c, const CompileOptions&) { return graph(c, dce(c.typed)); }},
     {"fuse_ops", Form::kGraph,

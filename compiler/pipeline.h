@@ -10,6 +10,7 @@
 //     simplify          identities bypassed, data-movement chains shortened, dims canonical
 //     fold_constants    all-constant calls evaluated
 //     fold_batch_norm   BatchNormalization folded into the Conv that feeds it
+//     pack_weights      MatMul's constant B packed into column panels
 //     dce               dead lets and unreachable functions removed
 //     fuse_ops          epilogue fusion into primitive functions (--no-fuse skips it)
 //   place_devices       where each value lives, the copies between devices (an analysis)

@@ -1,4 +1,5 @@
-// Bindings of the neural-network operators: MatMul (2-D, and 3-D batches), Gemm, Conv and
+// Bindings of the neural-network operators: MatMul (2-D, and 3-D batches; with B packed by
+// compiler/passes/pack_weights, dynvm.MatMulPackedB), Gemm, Conv and
 // ConvTranspose (auto_pad and output_shape resolved into pads from the kernel's static
 // input dims), pools, reductions, ArgMax / ArgMin, Softmax / LogSoftmax, Layer- and
 // BatchNormalization (inference), CumSum and Resize. Constant inputs that steer the
@@ -42,6 +43,12 @@ KernelBinding bind_matmul(const BindContext& ctx) {
   return kernel_binding(ctx, "MatMul", batched ? "batched" : "2d", {0, 1}, [](const auto& t) {
     return t[0].shape.size() == 3 ? ops::batch_matmul(t[0], t[1]) : ops::matmul(t[0], t[1]);
   });
+}
+
+KernelBinding bind_matmul_packed_b(const BindContext& ctx) {
+  const int64_t n = attr_int(ctx.attrs(), "n", 0, ctx.where());
+  return kernel_binding(ctx, "MatMulPackedB", "n=" + std::to_string(n), {0, 1},
+                        [n](const auto& t) { return ops::matmul_packed_b(t[0], t[1], n); });
 }
 
 KernelBinding bind_gemm(const BindContext& ctx) {
@@ -397,6 +404,7 @@ KernelBinding bind_resize(const BindContext& ctx) {
 
 void register_nn_bindings() {
   register_binding("MatMul", bind_matmul);
+  register_binding("dynvm.MatMulPackedB", bind_matmul_packed_b);
   register_binding("Gemm", bind_gemm);
   register_binding("Conv", bind_conv);
   register_binding("ConvTranspose", bind_conv_transpose);

@@ -185,6 +185,16 @@ Facts matmul_op(OpContext& ctx) {
   return {tensor_facts(ctx.dtype(0), out)};
 }
 
+// dynvm.MatMulPackedB(A, Bp) {n}: a MatMul whose constant B pack_weights packed into
+// column panels [ceil(n/16), K, 16]; the output is A's shape with n columns.
+Facts matmul_packed_b_op(OpContext& ctx) {
+  std::vector<Dim> out = ctx.dims(0);
+  if (out.size() < 2 || ctx.dims(1).size() != 3) ctx.fail("A must have rank >= 2, Bp rank 3");
+  if (ctx.dtype(0) != ctx.dtype(1)) ctx.fail("operands have different dtypes");
+  out.back() = Dim(ctx.attr_int("n", 0));
+  return {tensor_facts(ctx.dtype(0), out)};
+}
+
 Facts gemm_op(OpContext& ctx) {
   const std::vector<Dim>& a = ctx.dims(0);
   const std::vector<Dim>& b = ctx.dims(1);
@@ -429,6 +439,7 @@ void register_nn_ops() {
   register_op({"MaxUnpool", ShapeRule::kFromInputValues, 2, 3, max_unpool_op});
   register_op({"GlobalMaxPool", ShapeRule::kFromInputDims, 1, 1, global_pool_op});
   register_op({"MatMul", ShapeRule::kFromInputDims, 2, 2, matmul_op});
+  register_op({"dynvm.MatMulPackedB", ShapeRule::kFromInputDims, 2, 2, matmul_packed_b_op});
   register_op({"Gemm", ShapeRule::kFromInputDims, 2, 3, gemm_op});
   for (const char* op :
        {"ReduceL1", "ReduceL2", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin",

@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "kernels/ops/window.h"
 #include "vm/error.h"
 
 namespace dynvm::ops {
@@ -31,9 +32,22 @@ std::vector<KnobSpec> matmul_knobs() {
           {"parallel", {0, 1}, 1}};
 }
 
+// A tile's column loop as vectors: one, or (panel > 0) one per panel, unrolled.
+void vectorize_columns(te::Stage& st, const te::IterVarRef& columns, int64_t panel) {
+  if (panel <= 0) {
+    st.vectorize(columns);
+    return;
+  }
+  auto [outer, inner] = st.split(columns, panel);
+  st.unroll(outer);
+  st.vectorize(inner);
+}
+
 // The template. `out` is the kernel's output over (batch..., m, n); `acc` the reduction
 // producing it, or null to make one with cache_write. batch_axes: leading dims of out.
-te::Schedule tiled_schedule(const TensorRef& out, TensorRef acc, size_t batch_axes,
+// panel > 0: B is packed in panels of that many columns (matmul_packed_b), and the tile's
+// columns are vectors of one panel each, so that every B load is contiguous.
+te::Schedule tiled_schedule(const TensorRef& out, TensorRef acc, size_t batch_axes, int64_t panel,
                             const OpInstance& op, const KnobValues& knobs) {
   int64_t tile_m = knob(op, knobs, "tile_m");
   int64_t tile_n = knob(op, knobs, "tile_n");
@@ -45,8 +59,11 @@ te::Schedule tiled_schedule(const TensorRef& out, TensorRef acc, size_t batch_ax
   if (!acc) acc = s.cache_write(out, "local");
   te::Stage& so = s[out];
   const size_t m_axis = batch_axes, n_axis = batch_axes + 1;
+  if (panel > 0 && tile_n % panel != 0) {
+    user_error(op.name, ": tile_n (", tile_n, ") must be a multiple of the panel (", panel, ")");
+  }
   auto [mo, no, mi, ni] = so.tile(so.axis(m_axis), so.axis(n_axis), tile_m, tile_n);
-  so.vectorize(ni);
+  vectorize_columns(so, ni, panel);
   so.unroll(mi);
   if (parallel) {
     // Fusing the batch loops with a symbolic row-tile loop decomposes the fused index by a
@@ -66,14 +83,15 @@ te::Schedule tiled_schedule(const TensorRef& out, TensorRef acc, size_t batch_ax
   std::vector<te::IterVarRef> order{ko, ki};
   for (size_t d = 0; d < sa.num_axes(); ++d) order.push_back(sa.axis(d));
   sa.reorder(order);
-  sa.vectorize(sa.axis(n_axis));
+  vectorize_columns(sa, sa.axis(n_axis), panel);
   sa.unroll(sa.axis(m_axis));
   sa.unroll(ki);
   return s;
 }
 
 OpInstance make_instance(std::string name, std::vector<TensorRef> inputs, TensorRef out,
-                         TensorRef acc, size_t batch_axes, const arith::Expr& m) {
+                         TensorRef acc, size_t batch_axes, const arith::Expr& m,
+                         int64_t panel = 0) {
   OpInstance op;
   op.name = std::move(name);
   op.inputs = std::move(inputs);
@@ -83,8 +101,8 @@ OpInstance make_instance(std::string name, std::vector<TensorRef> inputs, Tensor
   OpInstance knob_table;
   knob_table.name = op.name;
   knob_table.knobs = op.knobs;
-  op.schedule = [out, acc, batch_axes, knob_table](const KnobValues& knobs) {
-    return tiled_schedule(out, acc, batch_axes, knob_table, knobs);
+  op.schedule = [out, acc, batch_axes, panel, knob_table](const KnobValues& knobs) {
+    return tiled_schedule(out, acc, batch_axes, panel, knob_table, knobs);
   };
   if (m.kind() == arith::ExprKind::kVar) {
     for (const KnobSpec& spec : op.knobs) {
@@ -100,15 +118,17 @@ std::string dtype_suffix(vm::DType t) { return std::string(vm::dtype_name(t)); }
 // The instance whose output is the reduction `c` itself, or, with an epilogue, a stage
 // storing epilogue(c) while c is computed at its tiles.
 OpInstance reduction_output(std::string name, std::vector<TensorRef> inputs, const TensorRef& c,
-                            size_t batch_axes, const arith::Expr& m,
-                            const FusedEpilogue* epilogue) {
-  if (epilogue == nullptr) return make_instance(std::move(name), inputs, c, nullptr, batch_axes, m);
+                            size_t batch_axes, const arith::Expr& m, const FusedEpilogue* epilogue,
+                            int64_t panel = 0) {
+  if (epilogue == nullptr) {
+    return make_instance(std::move(name), inputs, c, nullptr, batch_axes, m, panel);
+  }
   TensorRef y = te::compute("Y", c->shape(), [&](const Indices& i) {
     std::vector<arith::Expr> idx(i.begin(), i.end());
     return epilogue->apply(te::read(c, idx), i);
   });
   inputs.insert(inputs.end(), epilogue->inputs.begin(), epilogue->inputs.end());
-  return make_instance(name + epilogue->name, inputs, y, c, batch_axes, m);
+  return make_instance(name + epilogue->name, inputs, y, c, batch_axes, m, panel);
 }
 
 OpInstance matmul_with(const TensorType& a, const TensorType& b, const FusedEpilogue* epilogue) {
@@ -161,6 +181,37 @@ OpInstance batch_matmul_with(const TensorType& a, const TensorType& b,
     return te::sum(te::read(A, {ia, i[1], r.var}) * bv, {r});
   });
   return reduction_output("batch_matmul_" + dtype_suffix(a.dtype), {A, B}, C, 1, m, epilogue);
+}
+
+OpInstance matmul_packed_b_with(const TensorType& a, const TensorType& bp, int64_t n,
+                                const FusedEpilogue* epilogue) {
+  const char* op = "matmul_packed_b";
+  check_float(a, op, "A");
+  if (a.dtype != bp.dtype) user_error(op, ": A and B dtypes differ");
+  if (a.shape.size() != 2 && a.shape.size() != 3) user_error(op, ": A must be 2-D or 3-D");
+  if (bp.shape.size() != 3) user_error(op, ": packed B must be [panels, K, ", kPackedPanel, "]");
+  const std::vector<int64_t> pd = constant_dims(bp, 0, op, "packed B's dims");
+  if (n < 1 || pd[0] != (n + kPackedPanel - 1) / kPackedPanel || pd[2] != kPackedPanel) {
+    user_error(op, ": packed B is [", pd[0], ", ", pd[1], ", ", pd[2], "], not N=", n,
+               " columns in panels of ", kPackedPanel);
+  }
+  const size_t batch_axes = a.shape.size() - 2;
+  check_same_dim(a.shape.back(), bp.shape[1], op, "A's K and B's K");
+  auto A = te::placeholder("A", a.shape, a.dtype);
+  auto B = te::placeholder("B", bp.shape, bp.dtype);
+  auto r = te::reduce_axis(bp.shape[1], "k");
+  std::vector<arith::Expr> out_shape(a.shape.begin(), a.shape.end() - 1);
+  out_shape.push_back(arith::make_int(n));
+  auto C = te::compute("C", out_shape, [&](const Indices& i) {
+    std::vector<arith::Expr> ia(i.begin(), i.end() - 1);
+    ia.push_back(r.var);
+    const arith::Var& j = i.back();
+    tir::Expr bv =
+        te::read(B, {arith::floordiv(j, kPackedPanel), r.var, arith::floormod(j, kPackedPanel)});
+    return te::sum(te::read(A, ia) * bv, {r});
+  });
+  return reduction_output(std::string(op) + "_" + dtype_suffix(a.dtype), {A, B}, C, batch_axes,
+                          a.shape[batch_axes], epilogue, kPackedPanel);
 }
 
 OpInstance gemm_with(const TensorType& a, const TensorType& b, const std::optional<TensorType>& c,
@@ -225,6 +276,11 @@ OpInstance matmul(const TensorType& a, const TensorType& b) {
 OpInstance batch_matmul(const TensorType& a, const TensorType& b) {
   return with_epilogue_builder(
       [a, b](const FusedEpilogue* e) { return batch_matmul_with(a, b, e); });
+}
+
+OpInstance matmul_packed_b(const TensorType& a, const TensorType& bp, int64_t n) {
+  return with_epilogue_builder(
+      [a, bp, n](const FusedEpilogue* e) { return matmul_packed_b_with(a, bp, n, e); });
 }
 
 OpInstance gemm(const TensorType& a, const TensorType& b, const std::optional<TensorType>& c,

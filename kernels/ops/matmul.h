@@ -27,6 +27,15 @@ OpInstance matmul(const TensorType& a, const TensorType& b);
 // a: [Ba, M, K], b: [Bb, K, N] or [K, N]; Ba and Bb equal or one of them the literal 1.
 OpInstance batch_matmul(const TensorType& a, const TensorType& b);
 
+// B's columns in panels of kPackedPanel (one zmm of f32), each panel's K rows contiguous:
+// Bp[p, k, c] = B[k, p*16 + c], zero past N. A constant B is packed at compile time
+// (compiler/passes/pack_weights.h), so that a tile streams its panel from memory in order.
+inline constexpr int64_t kPackedPanel = 16;
+
+// a: [M, K] or [Batch, M, K], bp: [ceil(N/16), K, 16] (packed B) -> [M, N] / [Batch, M, N].
+// The template above with tile_n a multiple of 16, each vector one panel.
+OpInstance matmul_packed_b(const TensorType& a, const TensorType& bp, int64_t n);
+
 struct GemmAttrs {
   bool trans_a = false;  // a is [K, M]
   bool trans_b = false;  // b is [N, K]

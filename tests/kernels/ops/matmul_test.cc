@@ -82,6 +82,13 @@ class MatmulKernels {
     add(gemm(f32({m, 21}), f32({35, 21}), f32({m, 1}), tb), "gemm_tb_bias_m1");
     GemmAttrs both{true, true, 1.5, 1.0, Epilogue::kRelu};
     add(gemm(f32({13, 11}), f32({17, 13}), std::nullopt, both), "gemm_tatb_relu");
+    add(matmul_packed_b(f32({m, 40}), f32({3, 40, 16}), 37), "mmp_sym_m");
+    add(matmul_packed_b(f32({2, m, 9}), f32({2, 9, 16}), 20), "mmp_batched");
+    for (int64_t tile_n : {16, 48}) {
+      funcs.push_back(lower_op(matmul_packed_b(f32({m, 40}), f32({3, 40, 16}), 37),
+                               {{"tile_n", tile_n}, {"tile_m", 3}},
+                               "mmp_tile_n" + std::to_string(tile_n)));
+    }
     lib_ = vm::LoadedLibrary::load(codegen::build_library(funcs, codegen::Target::host()).bytes,
                                    "matmul_test");
   }
@@ -169,6 +176,57 @@ TEST(Matmul, SymbolicMOneKernelManySizes) {
   for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 15, 37, 128}) {
     check_matmul("mm_sym_m", m, 40, 70, 10 + m);
   }
+}
+
+// B [k, n] in column panels of 16 as matmul.h documents: Bp[p, k, c] = B[k, p*16 + c],
+// zero past n (written here independently of the compiler's pack_weights).
+vm::Tensor pack_b(const vm::Tensor& b) {
+  const int64_t k = b.shape()[0], n = b.shape()[1], panels = (n + 15) / 16;
+  std::vector<float> v;
+  for (int64_t p = 0; p < panels; ++p) {
+    for (int64_t r = 0; r < k; ++r) {
+      for (int64_t c = 0; c < 16; ++c) v.push_back(p * 16 + c < n ? at(b, r * n + p * 16 + c) : 0);
+    }
+  }
+  return vm::Tensor::from_vector(v, {panels, k, 16}, kF32);
+}
+
+TEST(MatmulPackedB, MatchesTheProductWithTheUnpackedB) {
+  // N = 37: three panels, the last one 5 columns and zeros; every tile_n the template has
+  // reads the panels in one-panel vectors, and the M tail too.
+  for (const std::string symbol : {"mmp_sym_m", "mmp_tile_n16", "mmp_tile_n48"}) {
+    for (int64_t m : {1, 5, 8, 13}) {
+      std::mt19937 rng(static_cast<uint32_t>(20 + m));
+      vm::Tensor a = random({m, 40}, rng), b = random({40, 37}, rng), c = poisoned({m, 37});
+      vm::Tensor bp = pack_b(b);
+      ASSERT_EQ(MatmulKernels::get().call(symbol, {&a, &bp, &c}), 0);
+      Product p{1,
+                m,
+                40,
+                37,
+                [&](int64_t, int64_t i, int64_t kk) { return at(a, i * 40 + kk); },
+                [&](int64_t, int64_t kk, int64_t j) { return at(b, kk * 37 + j); }};
+      expect_close(c, p.compute(), 40, symbol + " M=" + std::to_string(m));
+    }
+  }
+  std::mt19937 rng(7);
+  vm::Tensor a = random({2, 6, 9}, rng), b = random({9, 20}, rng), c = poisoned({2, 6, 20});
+  vm::Tensor bp = pack_b(b);
+  ASSERT_EQ(MatmulKernels::get().call("mmp_batched", {&a, &bp, &c}), 0);
+  Product p{2,
+            6,
+            9,
+            20,
+            [&](int64_t bb, int64_t i, int64_t kk) { return at(a, (bb * 6 + i) * 9 + kk); },
+            [&](int64_t, int64_t kk, int64_t j) { return at(b, kk * 20 + j); }};
+  expect_close(c, p.compute(), 9, "mmp_batched");
+}
+
+TEST(MatmulPackedB, RejectsAPackingThatDoesNotHoldN) {
+  arith::Var m("m");
+  EXPECT_THROW(matmul_packed_b(f32({m, 40}), f32({2, 40, 16}), 37), UserError);  // 3 panels
+  EXPECT_THROW(matmul_packed_b(f32({m, 40}), f32({3, 40, 8}), 37), UserError);   // not 16 wide
+  EXPECT_THROW(matmul_packed_b(f32({m, 41}), f32({3, 40, 16}), 37), UserError);  // K
 }
 
 TEST(BatchMatmul, BroadcastsBatchOfAOfBAndSharedB) {
