@@ -41,6 +41,17 @@ Expr div_mod_atom(const Monomial& m, ExprKind kind) {
   return atom;
 }
 
+// Every term of q is a term of p (same monomial, same coefficient).
+bool holds_terms(const Poly& p, const Poly& q) {
+  for (const Term& t : q.terms()) {
+    auto it = std::find_if(p.terms().begin(), p.terms().end(), [&](const Term& u) {
+      return u.coeff == t.coeff && compare_monomials(u.monomial, t.monomial) == 0;
+    });
+    if (it == p.terms().end()) return false;
+  }
+  return true;
+}
+
 // The same for a polynomial that is exactly 1 * (X op c).
 Expr div_mod_atom(const Poly& p, ExprKind kind) {
   if (p.constant_term() != 0 || p.terms().size() != 1 || p.terms()[0].coeff != 1) return Expr();
@@ -142,23 +153,24 @@ Poly Simplifier::add_or_keep(ExprKind kind, const Poly& a, const Poly& b) {
 }
 
 Poly Simplifier::merge_div_mod(Poly p) {
-  // X == c*(X floordiv c) + (X floormod c), the identity that undoes a split or fused loop
-  // index: (f floordiv 8)*8 + f floormod 8 -> f.
+  // X == d*(X floordiv d) + (X floormod d), the identity that undoes a split or fused loop
+  // index: (f floordiv 8)*8 + f floormod 8 -> f, and with a symbolic d the flattening of
+  // (row, column) by a symbolic width: w*(f floordiv w) + f floormod w -> f.
   try {
     for (bool changed = true; changed;) {
       changed = false;
       for (const Term& mod_term : p.terms()) {
-        Expr mod = div_mod_atom(mod_term.monomial, ExprKind::kFloorMod);
-        if (!mod.defined()) continue;
-        Poly div = Poly::atom(floordiv(mod.operand(0), mod.operand(1)));
-        int64_t div_coeff = fit_or_throw(checked_mul(mod_term.coeff, mod.operand(1).int_value()));
-        auto it = std::find_if(p.terms().begin(), p.terms().end(), [&](const Term& t) {
-          return t.coeff == div_coeff &&
-                 compare_monomials(t.monomial, div.terms()[0].monomial) == 0;
-        });
-        if (it == p.terms().end()) continue;
+        if (mod_term.monomial.atoms.size() != 1) continue;
+        const Expr& mod = mod_term.monomial.atoms[0];
+        if (mod.kind() != ExprKind::kFloorMod) continue;
+        const Expr& d = mod.operand(1);
+        if (d.is_int_imm() && d.int_value() <= 0) continue;
+        // c*d*(X floordiv d), which p must hold term for term.
+        Poly div = scale(mul(Poly::atom(floordiv(mod.operand(0), d)), linear_form_or_atom(d)),
+                         mod_term.coeff);
+        if (div.constant_term() != 0 || !holds_terms(p, div)) continue;
         Poly whole = linear_form_or_atom(mod.operand(0));
-        Poly replaced = sub(sub(p, scale(Poly::atom(mod), mod_term.coeff)), scale(div, div_coeff));
+        Poly replaced = sub(sub(p, scale(Poly::atom(mod), mod_term.coeff)), div);
         p = add(replaced, scale(whole, mod_term.coeff));
         changed = true;
         break;

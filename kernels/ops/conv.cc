@@ -202,6 +202,83 @@ TensorRef add_bias(const TensorRef& conv, const TensorRef& bias) {
 
 namespace {
 
+// A 2-D 1x1 convolution with unit strides and no pads reads each output position's own
+// input position: the spatial dims are one axis of h*w contiguous elements.
+bool is_pointwise(const ConvGeometry& g) {
+  if (g.rank != 2) return false;
+  for (size_t d = 0; d < g.rank; ++d) {
+    const Window& w = g.window;
+    if (w.kernel[d] != 1 || w.strides[d] != 1 || w.dilations[d] != 1 || w.pad_begin(d) != 0 ||
+        w.pad_end(d) != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The instance's name, inputs (epilogue's included) and knobs, shared by both forms.
+OpInstance conv_instance(const ConvGeometry& g, const TensorRef& X, const TensorRef& W,
+                         const TensorRef& B, const TensorRef& Y,
+                         const std::vector<arith::Expr>& out_shape, const FusedEpilogue* epilogue,
+                         vm::DType dtype) {
+  OpInstance inst;
+  inst.name = op_name("conv", g, dtype);
+  inst.inputs = {X, W};
+  if (B) inst.inputs.push_back(B);
+  if (epilogue != nullptr) {
+    inst.name += epilogue->name;
+    inst.inputs.insert(inst.inputs.end(), epilogue->inputs.begin(), epilogue->inputs.end());
+  }
+  inst.outputs = {Y};
+  inst.knobs = conv_knobs(g, out_shape);
+  return inst;
+}
+
+// A pointwise convolution over a symbolic width, computed as the 1-D convolution of its
+// flattened spatial axis: rounding h*w (not each row of w) up to 16 columns wastes at most
+// 15 columns per channel instead of up to 15 per row (PP-OCRv4 at W=100 runs its 240- and
+// 480-channel layers at w=25, which rounded per row computed 32 of every 25 columns). The
+// Pad stage copies X flat (zeros past h*w), Conv is the register-tiled template's 1-D form,
+// and Y reads Conv back at y*w + x with the bias and the epilogue.
+OpInstance pointwise_conv(const ConvGeometry& g, const TensorRef& X, const TensorRef& W,
+                          const TensorRef& B, const std::vector<arith::Expr>& out_shape,
+                          const FusedEpilogue* epilogue, vm::DType dtype) {
+  const arith::Expr& h = out_shape[2];
+  const arith::Expr& w = out_shape[3];
+  const arith::Expr flat = arith::simplify(h * w);
+  const arith::Expr rounded = arith::simplify(
+      arith::floordiv(flat + (kWidthMultiple - 1), kWidthMultiple) * kWidthMultiple);
+  TensorRef P = te::compute("Pad", {X->shape()[0], X->shape()[1], rounded}, [&](const Indices& i) {
+    // Reads clamped into range (select evaluates both sides); loop_partition drops the
+    // clamp and the select inside [0, h*w), where the flat read is contiguous.
+    arith::Expr f = arith::min(i[2], flat - 1);
+    tir::Expr v = te::read(X, {i[0], i[1], arith::floordiv(f, w), arith::floormod(f, w)});
+    return tir::select(tir::index_value(arith::lt(i[2], flat), tir::boolean()), v,
+                       tir::make_const(v.type(), 0.0));
+  });
+  te::IterVar rc = te::reduce_axis(g.c_in_per_group, "rc");
+  TensorRef C = te::compute("Conv", {out_shape[0], out_shape[1], rounded}, [&](const Indices& i) {
+    arith::Expr c = rc.var;
+    if (g.groups > 1) c = arith::floordiv(i[1], g.c_out_per_group) * g.c_in_per_group + c;
+    return te::sum(te::read(P, {i[0], c, i[2]}) * te::read(W, {i[1], rc.var, 0, 0}), {rc});
+  });
+  TensorRef Y = te::compute("Y", out_shape, [&](const Indices& i) {
+    tir::Expr y = te::read(C, {i[0], i[1], i[2] * w + i[3]});
+    if (B) y = y + te::read(B, {i[1]});
+    return epilogue != nullptr ? epilogue->apply(y, i) : y;
+  });
+  OpInstance inst = conv_instance(g, X, W, B, Y, out_shape, epilogue, dtype);
+  ConvStages stages;
+  stages.out = Y;
+  stages.pad = P;
+  stages.tiled = C;
+  stages.copy = Y;
+  inst.schedule = [stages, specs = inst.knobs](const KnobValues& knobs) {
+    return conv_schedule(stages, specs, knobs);
+  };
+  return inst;
+}
+
 OpInstance conv_with(const TensorType& x, const TensorType& w,
                      const std::optional<TensorType>& bias, const ConvAttrs& attrs,
                      const FusedEpilogue* epilogue) {
@@ -233,6 +310,9 @@ OpInstance conv_with(const TensorType& x, const TensorType& w,
   TensorRef X = te::placeholder("X", x.shape, x.dtype);
   TensorRef W = te::placeholder("W", w.shape, w.dtype);
   TensorRef B = bias ? te::placeholder("B", bias->shape, bias->dtype) : nullptr;
+  if (round_width && is_pointwise(g)) {
+    return pointwise_conv(g, X, W, B, out_shape, epilogue, x.dtype);
+  }
   TensorRef P = pad_spatial(X, win, 0.0, extra_input);
   te::IterVar rc = te::reduce_axis(g.c_in_per_group, "rc");
   std::vector<te::IterVar> rk;
@@ -262,16 +342,7 @@ OpInstance conv_with(const TensorType& x, const TensorType& w,
     });
   }
 
-  OpInstance inst;
-  inst.name = op_name("conv", g, x.dtype);
-  inst.inputs = {X, W};
-  if (B) inst.inputs.push_back(B);
-  if (epilogue != nullptr) {
-    inst.name += epilogue->name;
-    inst.inputs.insert(inst.inputs.end(), epilogue->inputs.begin(), epilogue->inputs.end());
-  }
-  inst.outputs = {Y};
-  inst.knobs = conv_knobs(g, out_shape);
+  OpInstance inst = conv_instance(g, X, W, B, Y, out_shape, epilogue, x.dtype);
   ConvStages stages;
   stages.out = Y;
   stages.pad = P == X ? nullptr : P;

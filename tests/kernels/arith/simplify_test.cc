@@ -128,6 +128,12 @@ TEST_F(ArithSimplify, RecombinesQuotientAndRemainder) {
   EXPECT_EQ(simplified("(f // 8)*16 + (f % 8)*2 + 1"), "f*2 + 1");
   EXPECT_EQ(simplified("((x*4 + 2) // 8)*8 + (x*4 + 2) % 8"), "x*4 + 2");
   EXPECT_EQ(simplified("(f // 8)*8 + f % 4"), "(f floordiv 8)*8 + f floormod 4");
+  // A symbolic divisor: (row, column) of a flattened index over a symbolic width, and the
+  // same inside a larger sum (a channel's plane plus the position in it).
+  EXPECT_EQ(simplified("(f // w)*w + f % w"), "f");
+  EXPECT_EQ(simplified("(c*n + f // w)*w + f % w"), "c*n*w + f");
+  EXPECT_EQ(simplified("(f // w)*w*2 + (f % w)*2"), "f*2");
+  EXPECT_EQ(simplified("(f // w)*n + f % w"), "n*(f floordiv w) + f floormod w");
 }
 
 TEST_F(ArithSimplify, FoldsDivisionWhenBoundsFitOnePeriod) {

@@ -180,6 +180,15 @@ std::vector<ConvCase> cases() {
        {{}, {1, 1, 1, 1}, {}, 3, {}},
        {}},
       {"conv2d_1x1", false, fixed({1, 16, 7, 7}), {32, 16, 1, 1}, false, {}, {}},
+      // Symbolic width: the flattened form (h*w as one axis, rounded up to 16 once).
+      {"conv2d_1x1_sym", false, sym2(16), {20, 16, 1, 1}, true, {}, {}},
+      {"conv2d_1x1_groups_sym",
+       false,
+       sym2(6),
+       {8, 3, 1, 1},
+       true,
+       {{}, {}, {}, 2, {}},
+       {{"oc_block", 4}, {"ow_block", 8}}},
       {"conv2d_resnet_like",
        false,
        fixed({1, 16, 14, 14}),
@@ -289,6 +298,19 @@ TEST(Convolutions, DilationGroupsAndDepthwise) {
   check(lib, "conv2d_depthwise_s2", {1, 7, 17, 17}, rng);
   for (const vm::Shape& s : std::vector<vm::Shape>{{1, 3, 1, 1}, {2, 3, 7, 17}}) {
     check(lib, "conv2d_depthwise_mult2_sym", s, rng);
+  }
+}
+
+TEST(Convolutions, PointwiseOverASymbolicWidthRunsFlat) {
+  OpLibrary lib = library({"conv2d_1x1_sym", "conv2d_1x1_groups_sym"});
+  std::mt19937 rng(26);
+  // h*w of 1, under one vector, a multiple of 16 (3x16) and rows of odd widths (7x17, 5x25).
+  for (const vm::Shape& s :
+       std::vector<vm::Shape>{{1, 16, 1, 1}, {2, 16, 3, 5}, {1, 16, 3, 16}, {2, 16, 7, 17}}) {
+    check(lib, "conv2d_1x1_sym", s, rng);
+  }
+  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 6, 1, 3}, {3, 6, 5, 25}}) {
+    check(lib, "conv2d_1x1_groups_sym", s, rng);
   }
 }
 
