@@ -3,6 +3,11 @@
 // Axes may be negative; an empty list reduces every axis. keepdims keeps reduced dims as 1.
 // The reducing stage uses the reduction template (knob `parallel`: fused data axes in
 // parallel); a finishing step (mean's divide, l2's sqrt) is inlined into the output.
+// A float reduction over the innermost axis (that axis at least one vector wide, or
+// symbolic) runs in vector lanes: a [outputs..., 16] stage accumulates every 16th element of
+// that axis per lane in one zmm (the tail lanes start from the combiner's identity: 0, 1,
+// -inf, +inf), computed at each output, which then combines its 16 lanes. Integer
+// reductions, argmax / argmin and those keeping the innermost axis stay scalar.
 #pragma once
 
 #include <vector>

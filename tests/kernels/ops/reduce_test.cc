@@ -172,12 +172,36 @@ class ReductionVariants : public ::testing::Test {
                    reduce(ReduceKind::kLogSumExp, {kF32, {m, n, k}}, {-1}, true),
                    {{"unroll", 8}, {"vector_width", 4}}});
     ops.push_back({"sum_i32", reduce(ReduceKind::kSum, {kI32, {m, n}}, {1}, false)});
+    ops.push_back({"max_static_rows", reduce(ReduceKind::kMax, {kF32, dims({3, 37})}, {1}, false)});
+    ops.push_back({"min_all", reduce(ReduceKind::kMin, {kF32, {m, n}}, {}, false)});
     lib_ = new OpLibrary(OpLibrary::build(ops));
   }
   static void TearDownTestSuite() { delete lib_; }
   static OpLibrary* lib_;
 };
 OpLibrary* ReductionVariants::lib_ = nullptr;
+
+TEST_F(ReductionVariants, VectorLanesStartFromTheCombinersIdentity) {
+  // Rows of 37 (two vectors and a tail of 5) reduced in 16 lanes: a lane the tail does not
+  // reach must not bring a 0 into a max of negatives or a min of positives, and the
+  // infinities stay what they are.
+  vm::Tensor x = vm::Tensor::empty({3, 37}, kF32);
+  for (int64_t i = 0; i < 37; ++i) {
+    x.data_as<float>()[i] = -1e30f - static_cast<float>(i);  // max: -1e30
+    x.data_as<float>()[37 + i] = -std::numeric_limits<float>::infinity();
+    x.data_as<float>()[74 + i] = static_cast<float>(i % 7) - 3;  // max: 3
+  }
+  x.data_as<float>()[36] = -5e29f;  // the row's max, in the tail
+  expect_close(run_op(*lib_, "max_static_rows", {x}, {3}, kF32),
+               {-5e29, -std::numeric_limits<double>::infinity(), 3}, 1e-6, 0, "max");
+  for (auto [m, n] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2, 17}, {5, 100}}) {
+    vm::Tensor y = vm::Tensor::empty({m, n}, kF32);
+    for (int64_t i = 0; i < m * n; ++i) y.data_as<float>()[i] = 1e30f + static_cast<float>(i);
+    y.data_as<float>()[m * n - 1] = 7;  // the min, the last element
+    expect_close(run_op(*lib_, "min_all", {y}, {}, kF32), {7}, 0, 0,
+                 "min " + std::to_string(m) + "x" + std::to_string(n));
+  }
+}
 
 TEST_F(ReductionVariants, UnrollKnobKeepsTheValues) {
   std::mt19937 rng(15);
