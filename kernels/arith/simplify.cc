@@ -154,26 +154,34 @@ Poly Simplifier::add_or_keep(ExprKind kind, const Poly& a, const Poly& b) {
 
 Poly Simplifier::merge_div_mod(Poly p) {
   // X == d*(X floordiv d) + (X floormod d), the identity that undoes a split or fused loop
-  // index: (f floordiv 8)*8 + f floormod 8 -> f, and with a symbolic d the flattening of
-  // (row, column) by a symbolic width: w*(f floordiv w) + f floormod w -> f.
+  // index: (f floordiv 8)*8 + f floormod 8 -> f; with a symbolic d the flattening of
+  // (row, column) by a symbolic width: w*(f floordiv w) + f floormod w -> f; and either one
+  // scaled by the same factor M (a row-major stride): M*d*(X floordiv d) + M*(X floormod d).
   try {
     for (bool changed = true; changed;) {
       changed = false;
       for (const Term& mod_term : p.terms()) {
-        if (mod_term.monomial.atoms.size() != 1) continue;
-        const Expr& mod = mod_term.monomial.atoms[0];
-        if (mod.kind() != ExprKind::kFloorMod) continue;
-        const Expr& d = mod.operand(1);
-        if (d.is_int_imm() && d.int_value() <= 0) continue;
-        // c*d*(X floordiv d), which p must hold term for term.
-        Poly div = scale(mul(Poly::atom(floordiv(mod.operand(0), d)), linear_form_or_atom(d)),
-                         mod_term.coeff);
-        if (div.constant_term() != 0 || !holds_terms(p, div)) continue;
-        Poly whole = linear_form_or_atom(mod.operand(0));
-        Poly replaced = sub(sub(p, scale(Poly::atom(mod), mod_term.coeff)), div);
-        p = add(replaced, scale(whole, mod_term.coeff));
-        changed = true;
-        break;
+        const std::vector<Expr>& atoms = mod_term.monomial.atoms;
+        for (size_t a = 0; a < atoms.size() && !changed; ++a) {
+          const Expr& mod = atoms[a];
+          if (mod.kind() != ExprKind::kFloorMod) continue;
+          const Expr& d = mod.operand(1);
+          if (d.is_int_imm() && d.int_value() <= 0) continue;
+          // The term without the floormod: c * M.
+          Poly factor = Poly::constant(mod_term.coeff);
+          for (size_t b = 0; b < atoms.size(); ++b) {
+            if (b != a) factor = mul(factor, Poly::atom(atoms[b]));
+          }
+          // c*M*d*(X floordiv d), which p must hold term for term.
+          Poly div =
+              mul(mul(Poly::atom(floordiv(mod.operand(0), d)), linear_form_or_atom(d)), factor);
+          if (div.constant_term() != 0 || !holds_terms(p, div)) continue;
+          Poly whole = linear_form_or_atom(mod.operand(0));
+          Poly replaced = sub(sub(p, mul(Poly::atom(mod), factor)), div);
+          p = add(replaced, mul(whole, factor));
+          changed = true;
+        }
+        if (changed) break;
       }
     }
   } catch (PolyOverflow&) {

@@ -359,6 +359,73 @@ OpInstance conv_with(const TensorType& x, const TensorType& w,
   return inst;
 }
 
+// A transposed convolution whose kernel equals its stride (no pads, dilation or output
+// padding: the upsampling ConvTranspose of detection and segmentation heads) meets each
+// output position through exactly one tap, k = p mod s from input i = p floordiv s, so it
+// reduces over the channels alone, without the gather form's select per tap. Stage "Conv"
+// is [n, o, i_0, k_0, i_1, k_1, ...] (each spatial dim as input position, tap):
+//   Conv[n, o, .., i, k, ..] = sum_c X[n, c, .., i, ..] * W[c, o, .., k, ..]
+// with the last input position 16 to a vector (contiguous reads, stores s apart) and the
+// channels accumulated in a register tile; it has Y's memory layout, and Y reads it back
+// at (p floordiv s, p mod s), which the simplifier turns into Y's own index: a plain copy
+// that adds the bias.
+OpInstance conv_transpose_one_tap(const ConvGeometry& g, const TensorRef& X, const TensorRef& W,
+                                  const TensorRef& B, const std::vector<arith::Expr>& out_shape,
+                                  vm::DType dtype) {
+  const Window& win = g.window;
+  std::vector<arith::Expr> split_shape = {out_shape[0], out_shape[1]};
+  for (size_t d = 0; d < g.rank; ++d) {
+    split_shape.push_back(X->shape()[2 + d]);
+    split_shape.push_back(arith::make_int(win.strides[d]));
+  }
+  te::IterVar rc = te::reduce_axis(g.c_in_per_group, "rc");
+  TensorRef C = te::compute("Conv", split_shape, [&](const Indices& i) {
+    arith::Expr c = arith::floordiv(i[1], g.c_out_per_group) * g.c_in_per_group + rc.var;
+    std::vector<arith::Expr> xi = {i[0], c};
+    std::vector<arith::Expr> wi = {c, arith::floormod(i[1], g.c_out_per_group)};
+    for (size_t d = 0; d < g.rank; ++d) {
+      xi.push_back(i[2 + 2 * d]);
+      wi.push_back(i[3 + 2 * d]);
+    }
+    return te::sum(te::read(X, xi) * te::read(W, wi), {rc});
+  });
+  TensorRef Y = te::compute("Y", out_shape, [&](const Indices& i) {
+    std::vector<arith::Expr> ci = {i[0], i[1]};
+    for (size_t d = 0; d < g.rank; ++d) {
+      ci.push_back(arith::floordiv(i[2 + d], win.strides[d]));
+      ci.push_back(arith::floormod(i[2 + d], win.strides[d]));
+    }
+    tir::Expr y = te::read(C, ci);
+    return B ? y + te::read(B, {i[1]}) : y;
+  });
+  OpInstance inst;
+  inst.name = op_name("conv_transpose", g, dtype) + "_one_tap";
+  inst.inputs = {X, W};
+  if (B) inst.inputs.push_back(B);
+  inst.outputs = {Y};
+  inst.knobs = reduction_knobs(out_shape);
+  inst.schedule = [Y, C, specs = inst.knobs](const KnobValues& knobs) {
+    te::Schedule s = te::create_schedule({Y});
+    const bool parallel = knob_value(specs, knobs, "parallel") != 0;
+    TensorRef acc = s.cache_write(C, "local");
+    te::Stage& sc = s[C];
+    const size_t rank = sc.num_axes();  // n, o, then (position, tap) per spatial dim
+    auto [outer, lanes] = sc.split(sc.axis(rank - 2), kWidthMultiple);
+    std::vector<te::IterVarRef> order;
+    for (size_t d = 0; d + 2 < rank; ++d) order.push_back(sc.axis(d));
+    order.insert(order.end(), {sc.axis(rank - 1), outer, lanes});
+    sc.reorder(order);
+    sc.vectorize(lanes);
+    // Rows in parallel (1-D: the output channels), inside the serial batch loop: a fused
+    // loop over symbolic extents would keep the accumulator out of registers.
+    if (parallel) sc.parallel(sc.axis(rank > 4 ? 2 : 1));
+    accumulate_at(s, acc, sc, outer);
+    schedule_injective(s, Y, kWidthMultiple, parallel);
+    return s;
+  };
+  return inst;
+}
+
 }  // namespace
 
 OpInstance conv(const TensorType& x, const TensorType& w, const std::optional<TensorType>& bias,
@@ -388,6 +455,12 @@ OpInstance conv_transpose(const TensorType& x, const TensorType& w,
   TensorRef X = te::placeholder("X", x.shape, x.dtype);
   TensorRef W = te::placeholder("W", w.shape, w.dtype);
   TensorRef B = bias ? te::placeholder("B", bias->shape, bias->dtype) : nullptr;
+  bool one_tap = true;
+  for (size_t d = 0; d < g.rank; ++d) {
+    one_tap &= win.kernel[d] == win.strides[d] && win.dilations[d] == 1 && out_pad[d] == 0 &&
+               win.pad_begin(d) == 0 && win.pad_end(d) == 0;
+  }
+  if (one_tap) return conv_transpose_one_tap(g, X, W, B, out_shape, x.dtype);
   te::IterVar rc = te::reduce_axis(g.c_in_per_group, "rc");
   std::vector<te::IterVar> rk;
   for (size_t d = 0; d < g.rank; ++d)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Reference outputs of the two real models (fetched by scripts/fetch-models.sh into
-.models/) from ONNX Runtime, small enough to commit:
+"""Reference outputs of the real models (fetched by scripts/fetch-models.sh into .models/)
+from ONNX Runtime, small enough to commit:
 
   tests/e2e/models/ppocrv4_rec/cases/<k>/   input x [N, 3, 48, W] made by a formula the C++
       test recomputes exactly (x = ((7n + 5c + 3h + w) mod 17) / 8 - 1, exact in f32), and
@@ -45,6 +45,24 @@ def ppocr():
               f"{prob[..., 0].max():.3f}]")
 
 
+def ocr_det():
+    model = os.path.join(MODELS, "ppocrv4_det.onnx")
+    out = os.path.join(ROOT, "tests", "e2e", "models", "ppocrv4_det", "cases")
+    for k, (n, h, w) in enumerate(((1, 96, 160), (2, 64, 96), (1, 160, 320))):
+        # Dark bars of dashes on a light page (every channel alike), so that the map has
+        # text-like regions: -0.8 where h mod 32 is in [10, 20) and (7w + h + 3n) mod 11 < 5.
+        i = np.indices((n, 3, h, w))
+        dark = ((i[2] % 32 >= 10) & (i[2] % 32 < 20) & ((7 * i[3] + i[2] + 3 * i[0]) % 11 < 5))
+        x = np.where(dark, -0.8, 0.9).astype(np.float32)
+        y = ort_check.ort_run(model, {"x": x})["sigmoid_0.tmp_0"]
+        case = os.path.join(out, str(k))
+        ort_check.save_case(case, outputs={"y_every7": y[:, :, ::7, ::7]})
+        with open(os.path.join(case, "shape.txt"), "w") as f:
+            f.write(f"{n} {h} {w}\n")
+        print(f"ppocr det N={n} H={h} W={w}: output {y.shape}, {100 * (y > 0.3).mean():.1f}% "
+              f"above 0.3")
+
+
 def silero():
     model = os.path.join(MODELS, "silero_vad_v5.onnx")
     out = os.path.join(ROOT, "tests", "e2e", "models", "silero_vad", "cases")
@@ -71,4 +89,5 @@ if __name__ == "__main__":
     if not ort_check.ort_available():
         sys.exit("ONNX Runtime (onnxruntime-node) is needed: sh /work/shared/peer/setup.sh")
     ppocr()
+    ocr_det()
     silero()

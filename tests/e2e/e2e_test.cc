@@ -365,6 +365,49 @@ TEST(EndToEndRealModels, PpOcrMatchesOnnxRuntimeAtEveryWidth) {
   }
 }
 
+// PP-OCRv4's text detector (DBNet: a conv backbone, nearest Resize and one-tap
+// ConvTranspose upsampling, a sigmoid map), a model no test corpus was built around,
+// compiled once with NO flags and run at (N, H, W) = (1, 96, 160), (2, 64, 96),
+// (1, 160, 320): at every 7th row and column its probability map matches ORT's
+// (scripts/models/make_real_model_references.py), text-like regions included.
+TEST(EndToEndRealModels, PpOcrDetectorMatchesOnnxRuntimeWithNoFlags) {
+  auto program = vm::Program::load(serializer::read_vmexe(
+      serializer::write_vmexe(compile_onnx(real_model("ppocrv4_det.onnx"), BuildOptions{}))));
+  vm::VirtualMachine machine(program);
+  for (int k = 0; k < 3; ++k) {
+    std::string dir = source("tests/e2e/models/ppocrv4_det/cases/" + std::to_string(k));
+    std::ifstream shape(dir + "/shape.txt");
+    int64_t n = 0, h = 0, w = 0;
+    shape >> n >> h >> w;
+    vm::Tensor x = vm::Tensor::empty({n, 3, h, w}, vm::DType::kFloat32);
+    float* p = x.data_as<float>();
+    for (int64_t a = 0; a < n; ++a)
+      for (int64_t c = 0; c < 3; ++c)
+        for (int64_t r = 0; r < h; ++r)
+          for (int64_t q = 0; q < w; ++q) {
+            const bool dark = r % 32 >= 10 && r % 32 < 20 && (7 * q + r + 3 * a) % 11 < 5;
+            *p++ = dark ? -0.8f : 0.9f;
+          }
+    std::vector<vm::Value> in{x};
+    const vm::Tensor y = machine.run(in).at(0).as_tensor();
+    ASSERT_EQ(y.shape(), (vm::Shape{n, 1, h, w}));
+    const vm::Tensor want = vm::read_npy(dir + "/outputs/y_every7.npy");
+    const int64_t rows = want.shape()[2], cols = want.shape()[3];
+    int above = 0;
+    for (int64_t a = 0; a < n; ++a)
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t q = 0; q < cols; ++q) {
+          const double ref = want.data_as<float>()[(a * rows + r) * cols + q];
+          const double got = y.data_as<float>()[(a * h + 7 * r) * w + 7 * q];
+          above += ref > 0.3;
+          ASSERT_LE(std::fabs(got - ref), 1e-4 + 1e-3 * std::fabs(ref))
+              << "N " << n << " H " << h << " W " << w << " at (" << a << ", " << 7 * r << ", "
+              << 7 * q << ")";
+        }
+    EXPECT_GT(above, 0) << "the references have no text-like region";
+  }
+}
+
 // Silero VAD v5 from ONE executable for both rates: compiled with the chunk length
 // versioned (`--dim input_1=256,512`), so the model's `if dim == 1` guards are decided in
 // each version, and the unnamed batch dims of `input` and `state` declared the same.

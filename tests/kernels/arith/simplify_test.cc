@@ -134,6 +134,10 @@ TEST_F(ArithSimplify, RecombinesQuotientAndRemainder) {
   EXPECT_EQ(simplified("(c*n + f // w)*w + f % w"), "c*n*w + f");
   EXPECT_EQ(simplified("(f // w)*w*2 + (f % w)*2"), "f*2");
   EXPECT_EQ(simplified("(f // w)*n + f % w"), "n*(f floordiv w) + f floormod w");
+  // Both scaled by a symbolic stride: a [.., h, 2, w, 2] buffer read at (y floordiv 2,
+  // y floormod 2, x floordiv 2, x floormod 2) is the [.., 2h, 2w] one read at (y, x).
+  EXPECT_EQ(simplified("((y // 2)*2 + y % 2)*w*2 + (x // 2)*2 + x % 2"), "w*y*2 + x");
+  EXPECT_EQ(simplified("(y // 2)*w*2 + (y % 2)*w"), "w*y");
 }
 
 TEST_F(ArithSimplify, FoldsDivisionWhenBoundsFitOnePeriod) {

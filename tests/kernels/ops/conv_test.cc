@@ -233,6 +233,16 @@ std::vector<ConvCase> cases() {
        {{2, 1}, {0, 1, 1, 0}, {1, 2}, 2, {1, 0}},
        {}},
       {"conv_t1d_s3_sym", true, sym1(3), {3, 2, 4}, true, {{3}, {1, 2}, {}, 1, {2}}, {}},
+      // Kernel == stride, no pads: one tap per output (the upsampling form).
+      {"conv_t2d_one_tap_sym", true, sym2(4), {4, 3, 2, 2}, true, {{2, 2}, {}, {}, 1, {}}, {}},
+      {"conv_t2d_one_tap_groups",
+       true,
+       sym2(4),
+       {4, 2, 3, 1},
+       false,
+       {{3, 1}, {}, {}, 2, {}},
+       {{"parallel", 0}}},
+      {"conv_t1d_one_tap", true, sym1(3), {3, 5, 2}, true, {{2}, {}, {}, 1, {}}, {}},
   };
 }
 
@@ -342,6 +352,20 @@ TEST(Convolutions, ConvTransposeWithStrideAndOutputPadding) {
   }
   for (const vm::Shape& s : std::vector<vm::Shape>{{1, 3, 1}, {2, 3, 7}}) {
     check(lib, "conv_t1d_s3_sym", s, rng);
+  }
+}
+
+TEST(Convolutions, ConvTransposeWithOneTapPerOutput) {
+  OpLibrary lib = library({"conv_t2d_one_tap_sym", "conv_t2d_one_tap_groups", "conv_t1d_one_tap"});
+  std::mt19937 rng(27);
+  // Input widths below, at and past one vector of columns (16), and a batch of 2.
+  for (const vm::Shape& s :
+       std::vector<vm::Shape>{{1, 4, 1, 1}, {2, 4, 3, 7}, {1, 4, 5, 16}, {1, 4, 2, 37}}) {
+    check(lib, "conv_t2d_one_tap_sym", s, rng);
+    check(lib, "conv_t2d_one_tap_groups", s, rng);
+  }
+  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 3, 1}, {2, 3, 17}, {1, 3, 40}}) {
+    check(lib, "conv_t1d_one_tap", s, rng);
   }
 }
 
