@@ -162,7 +162,7 @@ Poly Simplifier::merge_div_mod(Poly p) {
       changed = false;
       for (const Term& mod_term : p.terms()) {
         const std::vector<Expr>& atoms = mod_term.monomial.atoms;
-        for (size_t a = 0; a < atoms.size() && !changed; ++a) {
+        for (size_t a = 0; a < atoms.size(); ++a) {
           const Expr& mod = atoms[a];
           if (mod.kind() != ExprKind::kFloorMod) continue;
           const Expr& d = mod.operand(1);
@@ -178,8 +178,9 @@ Poly Simplifier::merge_div_mod(Poly p) {
           if (div.constant_term() != 0 || !holds_terms(p, div)) continue;
           Poly whole = linear_form_or_atom(mod.operand(0));
           Poly replaced = sub(sub(p, mul(Poly::atom(mod), factor)), div);
-          p = add(replaced, mul(whole, factor));
           changed = true;
+          p = add(replaced, mul(whole, factor));  // mod_term and atoms dangle from here
+          break;
         }
         if (changed) break;
       }
