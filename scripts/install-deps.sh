@@ -16,6 +16,8 @@ PACKAGES=(
   # tuner cost model (the CMake config points at /usr/bin/xgboost: install it too) and its
   # records (JSON lines)
   libxgboost-dev xgboost nlohmann-json3-dev
+  # vmserve: HTTP server (its tests drive it with curl)
+  libcpp-httplib-dev curl
   # ONNX frontend
   libonnx-dev libprotobuf-dev protobuf-compiler
   # tests and benchmarks

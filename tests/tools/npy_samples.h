@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/vmrun/float16.h"
+#include "vm/float16.h"
 #include "vm/tensor.h"
 
 namespace dynvm::testing {

@@ -15,7 +15,7 @@
 
 #include "serializer/vmexe.h"
 #include "tests/support/run_program.h"
-#include "tools/vmrun/float16.h"
+#include "vm/float16.h"
 #include "vm/npy.h"
 
 namespace dynvm::vm {

@@ -3,7 +3,7 @@
 #include <charconv>
 #include <random>
 
-#include "tools/vmrun/float16.h"
+#include "vm/float16.h"
 #include "vm/error.h"
 #include "vm/npy.h"
 

@@ -10,7 +10,7 @@
 #include <map>
 #include <set>
 
-#include "tools/vmrun/float16.h"
+#include "vm/float16.h"
 #include "vm/error.h"
 #include "vm/npy.h"
 

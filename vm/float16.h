@@ -1,6 +1,7 @@
-// float16 and bfloat16 <-> float conversions for the tools, which make random inputs and
-// print outputs of every dtype. Kernels never use these: generated code converts on its
-// own. Rounding is to nearest, ties to even, as NumPy and the hardware do.
+// float16 and bfloat16 <-> float conversions for the tools (vmrun makes random inputs and
+// prints outputs of every dtype; vmserve reads and writes them as JSON numbers). Kernels
+// never use these: generated code converts on its own. Rounding is to nearest, ties to even, as
+// NumPy and the hardware do.
 #pragma once
 
 #include <bit>

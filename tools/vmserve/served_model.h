@@ -1,0 +1,114 @@
+// One model behind the server: its verified Program, a TBB executor, and the queue that
+// feeds it. An HTTP thread hands a parsed request to infer(), which checks the inputs
+// against the signature (a 400 names what is wrong), queues the request (a 503 when the
+// queue is full) and waits; `concurrency` worker threads take requests from the queue and
+// run each at its own size on the shared executor, so requests of different lengths are
+// in flight at once and none is padded. A request still queued at its deadline is
+// answered 504 without running.
+//
+// With batching on (`vmserve --batch`), a worker that takes a request also takes the
+// queued requests of equal shapes (batching.h), waiting up to `max_queue_delay_us` from
+// the first one's arrival for more, up to `max_batch` rows; their inputs are joined along
+// the batch axis, run once, and the outputs split back. A batch whose outputs do not
+// split evenly runs again request by request.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tools/vmserve/batching.h"
+#include "tools/vmserve/metrics.h"
+#include "tools/vmserve/protocol.h"
+#include "vm/executor.h"
+#include "vm/program.h"
+
+namespace dynvm::serve {
+
+using Clock = std::chrono::steady_clock;
+
+struct ModelOptions {
+  int threads = 0;         // the executor's; <= 0: all hardware threads
+  int concurrency = 0;     // requests run at once; <= 0: the executor's thread count
+  size_t max_queue = 256;  // requests waiting for a worker, beyond which a 503 answers
+  std::chrono::milliseconds deadline{60000};  // unless a request sets parameters.timeout
+  bool batching = false;
+  std::map<std::string, int> batch_axes;  // overrides of batching.h's default axes
+  int64_t max_batch = 8;                  // rows per batched run
+  std::chrono::microseconds max_queue_delay{500};
+};
+
+// When a request arrived and when its run began.
+struct RequestTiming {
+  Clock::time_point arrived;
+  Clock::time_point started;
+  int batch = 1;  // requests in the run it was part of
+};
+
+class ServedModel {
+ public:
+  // Throws UserError when the model cannot be served (inputs or outputs that are not
+  // tensors, or batching asked of a model without a batch axis).
+  ServedModel(std::string name, std::shared_ptr<const vm::Program> program,
+              const ModelOptions& options);
+  ~ServedModel();
+  ServedModel(const ServedModel&) = delete;
+  ServedModel& operator=(const ServedModel&) = delete;
+
+  const std::string& name() const { return name_; }
+  const vm::Executable& exe() const { return program_->exe(); }
+  const ModelOptions& options() const { return options_; }
+  ModelMetrics& metrics() { return metrics_; }
+  bool batching() const { return batch_axes_.has_value(); }
+
+  // Runs `request` and returns the outputs it asked for. Throws HttpError.
+  std::vector<NamedTensor> infer(const InferRequest& request, RequestTiming& timing);
+
+  // Lets the workers finish what is queued, then stops them. Idempotent.
+  void stop();
+
+ private:
+  struct JobResult {
+    std::vector<vm::Tensor> outputs;  // signature order
+    Clock::time_point started;
+    int batch = 1;
+  };
+  struct Job {
+    std::vector<vm::Tensor> inputs;  // signature order
+    std::optional<std::string> batch_key;
+    Clock::time_point arrived;
+    Clock::time_point deadline;
+    std::promise<JobResult> result;
+  };
+
+  std::vector<vm::Tensor> bind_inputs(const InferRequest& request) const;
+  void worker();
+  // Takes the first job and, when batching, the queued jobs that may share its run.
+  std::vector<std::unique_ptr<Job>> take_batch(std::unique_lock<std::mutex>& lock);
+  void run_jobs(std::vector<std::unique_ptr<Job>> jobs);
+  std::vector<vm::Tensor> run_one(const std::vector<vm::Tensor>& inputs);
+
+  std::string name_;
+  std::shared_ptr<const vm::Program> program_;
+  ModelOptions options_;
+  std::optional<BatchAxes> batch_axes_;
+  std::unique_ptr<vm::Executor> executor_;
+  ModelMetrics metrics_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<Job>> queue_;
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace dynvm::serve

@@ -1,0 +1,112 @@
+#include "tools/vmserve/shape_histogram.h"
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+#include "vm/error.h"
+
+namespace dynvm::serve {
+
+using nlohmann::json;
+
+void ShapeHistogram::record(const InputShapes& shapes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = counts_.find(shapes);
+  if (it != counts_.end()) {
+    ++it->second;
+  } else if (counts_.size() < max_shapes_) {
+    counts_.emplace(shapes, 1);
+  } else {
+    ++other_;
+  }
+}
+
+std::vector<ShapeCount> ShapeHistogram::entries() const {
+  std::vector<ShapeCount> out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [shapes, count] : counts_) out.push_back({shapes, count});
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const ShapeCount& a, const ShapeCount& b) { return a.count > b.count; });
+  return out;
+}
+
+uint64_t ShapeHistogram::other() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return other_;
+}
+
+std::string shapes_str(const InputShapes& shapes) {
+  std::string s;
+  for (const auto& [name, shape] : shapes) {
+    if (!s.empty()) s += ' ';
+    s += name + "=";
+    for (size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
+    if (shape.empty()) s += "scalar";
+  }
+  return s;
+}
+
+std::string shapes_file_json(const std::vector<ModelShapes>& models) {
+  json doc = {{"format", "dynvm-shapes/1"}, {"models", json::object()}};
+  for (const ModelShapes& m : models) {
+    json shapes = json::array();
+    uint64_t requests = m.other;
+    for (const ShapeCount& c : m.shapes) {
+      json inputs = json::object();
+      for (const auto& [name, shape] : c.inputs) inputs[name] = shape;
+      shapes.push_back({{"inputs", inputs}, {"count", c.count}});
+      requests += c.count;
+    }
+    doc["models"][m.model] = {{"requests", requests}, {"other", m.other}, {"shapes", shapes}};
+  }
+  return doc.dump(1) + "\n";
+}
+
+std::vector<ModelShapes> read_shapes_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) user_error("cannot open ", path);
+  std::string text(std::istreambuf_iterator<char>(in), {});
+  json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  auto bad = [&](const std::string& why) { user_error(path, ": not a shapes file (", why, ")"); };
+  if (doc.is_discarded() || !doc.is_object()) bad("not JSON");
+  if (doc.value("format", "") != "dynvm-shapes/1") bad("no \"format\": \"dynvm-shapes/1\"");
+  if (!doc.contains("models") || !doc["models"].is_object()) bad("no \"models\" object");
+  std::vector<ModelShapes> out;
+  for (const auto& [model, entry] : doc["models"].items()) {
+    ModelShapes m{model, {}, 0};
+    if (!entry.is_object() || !entry.contains("shapes") || !entry["shapes"].is_array()) {
+      bad(str_cat("model '", model, "' has no \"shapes\" array"));
+    }
+    for (const json& s : entry["shapes"]) {
+      if (!s.is_object() || !s.contains("inputs") || !s["inputs"].is_object() ||
+          !s.contains("count") || !s["count"].is_number_unsigned()) {
+        bad(str_cat("a shape of model '", model, "' needs \"inputs\" and a \"count\""));
+      }
+      ShapeCount c;
+      c.count = s["count"].get<uint64_t>();
+      for (const auto& [name, dims] : s["inputs"].items()) {
+        if (!dims.is_array()) bad(str_cat("input '", name, "' of model '", model, "'"));
+        vm::Shape shape;
+        for (const json& d : dims) {
+          if (!d.is_number_integer() || d.get<int64_t>() < 0) {
+            bad(str_cat("input '", name, "' of model '", model, "' has a bad dim"));
+          }
+          shape.push_back(d.get<int64_t>());
+        }
+        c.inputs.emplace_back(name, std::move(shape));
+      }
+      m.shapes.push_back(std::move(c));
+    }
+    if (entry.contains("other") && entry["other"].is_number_unsigned()) {
+      m.other = entry["other"].get<uint64_t>();
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+}  // namespace dynvm::serve
