@@ -6,7 +6,8 @@ Models (compiled by the ctest fixture into $SERVE_WORK):
   text.vmexe    cnn_text_classifier (PyTorch-exported, tokens i64[batch, seq]): the
                 mixed-length traffic, checked against vmrun's answers bit for bit
 
-  VMSERVE=... VMRUN=... SERVE_WORK=... SOURCE_DIR=... /usr/bin/python3 serve_test.py
+  VMSERVE=... VMRUN=... VMC=... VMTUNE=... SERVE_WORK=... SOURCE_DIR=... \
+      /usr/bin/python3 serve_test.py
 """
 import concurrent.futures
 import json
@@ -26,6 +27,8 @@ from kserve_client import Client, Server  # noqa: E402
 
 VMSERVE = os.environ["VMSERVE"]
 VMRUN = os.environ["VMRUN"]
+VMC = os.environ["VMC"]
+VMTUNE = os.environ["VMTUNE"]
 WORK = os.environ["SERVE_WORK"]
 SOURCE = os.environ["SOURCE_DIR"]
 SILERO = os.path.join(WORK, "silero.vmexe")
@@ -402,6 +405,59 @@ class Lifecycle(unittest.TestCase):
             self.assertRegex(out.stderr, "^vmserve: .*" + re.escape(pattern))
         help_text = subprocess.run([VMSERVE, "--help"], capture_output=True, text=True).stdout
         self.assertIn("--max-queue-delay-us", help_text)
+
+
+class TrafficShapes(unittest.TestCase):
+    """The shapes a server saw feed vmc --specialize-from and vmtune --sizes-from."""
+
+    def test_served_shapes_specialize_and_tune(self):
+        tmp = tempfile.mkdtemp(prefix="vmserve-traffic-")
+        shapes = os.path.join(tmp, "traffic.json")
+        server = Server(VMSERVE, [TEXT, "--threads", "1", "--shapes-out", shapes])
+        c = server.client()
+        lengths = [40] * 30 + [12] * 6 + [77] * 5 + [150] * 1  # 150: under 5% of requests
+        for i, seq in enumerate(lengths):
+            self.assertEqual(c.infer_binary("text", {"tokens": tokens(1, seq, i)}).status, 200)
+        c.close()
+        self.assertEqual(server.stop(), 0)
+        model = os.path.join(SOURCE, "tests", "e2e", "models", "dynamic", "cnn_text_classifier",
+                             "model.onnx")
+        out = subprocess.run([VMC, model, "--specialize-from", shapes, "-o",
+                              os.path.join(tmp, "text.vmexe")], capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(re.findall(r"specializing for (.*) \(", out.stderr),
+                         ["batch=1 seq=40", "batch=1 seq=12", "batch=1 seq=77"])
+        plain = subprocess.run([VMC, model, "-o", os.path.join(tmp, "plain.vmexe")],
+                               capture_output=True, text=True)
+        variants = lambda text: int(re.search(r"(\d+) variants", text).group(1))  # noqa: E731
+        self.assertGreater(variants(out.stderr), variants(plain.stderr))
+        # The specialized executable answers like the plain one, at hot and other sizes.
+        for seq in (40, 13):
+            feeds = {"tokens": tokens(2, seq, seq)}
+            d1, d2 = os.path.join(tmp, f"a{seq}"), os.path.join(tmp, f"b{seq}")
+            os.makedirs(d1)
+            os.makedirs(d2)
+            np.testing.assert_allclose(
+                vmrun_outputs(os.path.join(tmp, "text.vmexe"), feeds, d1)["logits"],
+                vmrun_outputs(os.path.join(tmp, "plain.vmexe"), feeds, d2)["logits"],
+                rtol=1e-5, atol=1e-6)
+
+        records = os.path.join(tmp, "text.tune.jsonl")
+        out = subprocess.run([VMTUNE, model, "--sizes-from", shapes, "--trials", "2",
+                              "--max-kernels", "1", "-o", records], capture_output=True,
+                             text=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("x40,", out.stdout)
+        with open(records) as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+        self.assertTrue(rows)
+        # seq=40 carries most of the traffic, so most of the kernel's time.
+        hottest = max(rows[0]["sizes"], key=lambda size: size["weight"])
+        self.assertTrue(any(a and a[-1] == 40 for a in hottest["args"]), rows[0]["sizes"])
+        out = subprocess.run([VMC, model, "--specialize-from", shapes + ":nope", "-o",
+                              os.path.join(tmp, "x.vmexe")], capture_output=True, text=True)
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("no model 'nope'", out.stderr)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@
 #include "kernels/tune/records.h"
 #include "serializer/vmexe.h"
 #include "tools/tool_main.h"
+#include "tools/vmc/specialize_from.h"
 #include "tools/vmc/vmc_options.h"
 #include "vm/error.h"
 
@@ -94,6 +95,16 @@ int run(int argc, const char* const* argv) {
       o.compile, "import", import_ms, true,
       str_cat(module.functions.size(), " functions, ", module.dims.size(), " symbolic dims"));
   compiler::dump_ir(o.compile, "import", module);
+  if (!o.specialize_from.empty()) {
+    std::vector<std::string> sizes = specialize_from(o.specialize_from, module, o.compile.lower);
+    if (!o.quiet && sizes.empty()) {
+      std::fprintf(stderr, "vmc: no size in %s carries 5%% of the requests\n",
+                   o.specialize_from.c_str());
+    }
+    for (const std::string& s : sizes) {
+      if (!o.quiet) std::fprintf(stderr, "vmc: specializing for %s\n", s.c_str());
+    }
+  }
   vm::Executable exe;
   try {
     exe = compiler::compile(std::move(module), o.compile);

@@ -61,6 +61,10 @@ options:
   --static NAME=SHAPE    compile input NAME for exactly SHAPE (e.g. x=1x3x48x320): a
                          fully static executable, for comparison with the dynamic one
   --specialize NAME=V    also generate kernel variants for dim NAME == V (repeatable)
+  --specialize-from FILE[:MODEL]
+                         also generate variants for the input sizes that carry at least
+                         5% of the requests in a shapes file vmserve wrote (at most 4;
+                         MODEL picks the served model, else the one with these inputs)
   --tuning-log FILE      apply the best tuning record (vmtune) of each kernel measured
                          on this machine's kind of CPU; kernels without one take the
                          schedule the cost model ranks first
@@ -169,6 +173,8 @@ Options parse_options(int argc, const char* const* argv) {
         dims.push_back(d);
       }
       o.compile.static_inputs[name] = dims;
+    } else if (a == "--specialize-from") {
+      o.specialize_from = value(i, a);
     } else if (a == "--specialize") {
       auto [name, v] = split_assignment(value(i, a), "--specialize");
       o.compile.lower.static_shapes.push_back({{name, parse_int(v, "--specialize " + name)}});

@@ -17,6 +17,7 @@ struct Options {
   std::string output;                            // default: the model's path with .vmexe
   std::string tuning_log;                        // --tuning-log: vmtune's records
   std::string cost_model;                        // --cost-model: vmtune --fit-model's output
+  std::string specialize_from;                   // --specialize-from: vmserve's shapes file
   frontends::onnx_import::ImportOptions import;  // --dim ranges and aliases
   compiler::CompileOptions compile;
   bool help = false;

@@ -65,6 +65,9 @@ inspection:
 
 Options take their value as `--opt VALUE` or `--opt=VALUE`. Exit status: 0 on success,
 1 when the model, an input or a file is wrong, 2 when the command line is.
+
+To serve models over HTTP (the KServe v2 / Open Inference protocol), with requests of
+any sizes running concurrently: vmserve MODEL.vmexe --port 8000 (see vmserve --help).
 )";
 }
 

@@ -1,9 +1,11 @@
 #include "tools/vmserve/shape_histogram.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "vm/error.h"
 
@@ -107,6 +109,43 @@ std::vector<ModelShapes> read_shapes_file(const std::string& path) {
     out.push_back(std::move(m));
   }
   return out;
+}
+
+ModelShapes traffic_for(const std::string& spec, const std::vector<std::string>& input_names) {
+  std::string path = spec;
+  std::string model;
+  const size_t colon = spec.rfind(':');
+  if (!std::filesystem::exists(spec) && colon != std::string::npos) {
+    path = spec.substr(0, colon);
+    model = spec.substr(colon + 1);
+  }
+  std::vector<ModelShapes> all = read_shapes_file(path);
+  const std::set<std::string> wanted(input_names.begin(), input_names.end());
+  const ModelShapes* best = nullptr;
+  uint64_t best_requests = 0;
+  for (const ModelShapes& m : all) {
+    if (!model.empty() && m.model != model) continue;
+    uint64_t requests = 0;
+    bool fits = !m.shapes.empty();
+    for (const ShapeCount& c : m.shapes) {
+      std::set<std::string> names;
+      for (const auto& [name, shape] : c.inputs) names.insert(name);
+      fits = fits && names == wanted;
+      requests += c.count;
+    }
+    if (!model.empty() && !fits) {
+      user_error(path, ": the shapes of model '", model, "' do not name this model's inputs");
+    }
+    if (fits && (best == nullptr || requests > best_requests)) {
+      best = &m;
+      best_requests = requests;
+    }
+  }
+  if (best == nullptr) {
+    user_error(path, model.empty() ? ": no model in it has this model's inputs"
+                                   : str_cat(": no model '", model, "' with shapes in it"));
+  }
+  return *best;
 }
 
 }  // namespace dynvm::serve

@@ -59,4 +59,9 @@ std::string shapes_file_json(const std::vector<ModelShapes>& models);
 // Throws UserError naming the file and what is wrong with it.
 std::vector<ModelShapes> read_shapes_file(const std::string& path);
 
+// The traffic of one model, for `--sizes-from FILE[:MODEL]` and `--specialize-from`:
+// MODEL's entry when named, else the entry whose shapes name exactly `input_names` (the
+// one with the most requests when several do). Throws UserError when none fits.
+ModelShapes traffic_for(const std::string& spec, const std::vector<std::string>& input_names);
+
 }  // namespace dynvm::serve

@@ -21,7 +21,9 @@
 #include "kernels/tune/shipped_model.h"
 #include "kernels/tune/training_rows.h"
 #include "tools/tool_main.h"
+#include "tools/vmc/specialize_from.h"
 #include "tools/vmrun/input_binding.h"
+#include "tools/vmserve/shape_histogram.h"
 #include "tools/vmtune/size_sets.h"
 #include "tools/vmtune/vmtune_options.h"
 #include "vm/executor.h"
@@ -92,13 +94,51 @@ std::vector<tune::Workload> workloads_of(const std::vector<compiler::KernelReque
   return out;
 }
 
+void scale_times(vm::Profile& p, double factor) {
+  auto scaled = [&](int64_t ns) { return static_cast<int64_t>(static_cast<double>(ns) * factor); };
+  for (vm::KernelTime& k : p.kernels) {
+    k.total_ns = scaled(k.total_ns);
+    for (auto& [shapes, t] : k.by_shape) t.total_ns = scaled(t.total_ns);
+  }
+  p.run_ns = scaled(p.run_ns);
+}
+
+// The sizes of served traffic (vmserve's shapes file), the most frequent first, with their
+// request counts as weights.
+void sizes_from_traffic(const std::string& spec, const vm::Executable& exe,
+                        const std::set<std::string>& valued, std::vector<SizeSet>& sets,
+                        std::vector<double>& weights) {
+  constexpr size_t kMaxTrafficSizes = 8;
+  std::vector<std::string> names;
+  for (const vm::TensorSpec& t : exe.inputs) names.push_back(t.name);
+  const serve::ModelShapes traffic = serve::traffic_for(spec, names);
+  for (const serve::ShapeCount& c : traffic.shapes) {
+    if (sets.size() >= kMaxTrafficSizes) break;
+    SizeSet set;
+    for (const vm::TensorSpec& t : exe.inputs) {
+      auto it = std::find_if(c.inputs.begin(), c.inputs.end(),
+                             [&](const auto& in) { return in.first == t.name; });
+      set.push_back(valued.count(t.name) != 0 ? vm::Shape{} : it->second);
+    }
+    sets.push_back(std::move(set));
+    weights.push_back(static_cast<double>(c.count));
+  }
+}
+
 // Runs the model at every size set with the profiler on: where its kernels spend time.
+// Each set's time counts `weights[i]` times (relative to the mean weight): how often
+// traffic has that size.
 vm::Profile profile_model(const vm::Executable& exe, const std::vector<SizeSet>& sets,
+                          const std::vector<double>& weights,
                           const std::map<std::string, vm::Tensor>& valued, const Options& o) {
   auto program = vm::Program::load(exe);
   vm::TbbExecutor executor(program, o.tune.measure.threads);
+  double mean_weight = 0;
+  for (double w : weights) mean_weight += w / static_cast<double>(weights.size());
+  vm::Profile total;
   size_t ran = 0;
-  for (const SizeSet& set : sets) {
+  for (size_t k = 0; k < sets.size(); ++k) {
+    const SizeSet& set = sets[k];
     std::vector<vm::Value> inputs;
     for (size_t i = 0; i < set.size(); ++i) {
       auto given = valued.find(exe.inputs[i].name);
@@ -108,9 +148,13 @@ vm::Profile profile_model(const vm::Executable& exe, const std::vector<SizeSet>&
     }
     try {
       executor.run(inputs);  // warm: first-touch allocation, caches
+      executor.reset_profile();
       executor.set_profiling(true);
       for (int r = 0; r < o.profile_runs; ++r) executor.run(inputs);
       executor.set_profiling(false);
+      vm::Profile p = executor.profile();
+      scale_times(p, weights[k] / mean_weight);
+      total.merge(p);
       ++ran;
     } catch (const UserError& e) {
       executor.set_profiling(false);
@@ -118,7 +162,7 @@ vm::Profile profile_model(const vm::Executable& exe, const std::vector<SizeSet>&
     }
   }
   if (ran == 0) user_error("the model ran at none of the sizes (give some with --sizes)");
-  return executor.profile();
+  return total;
 }
 
 // "1x3x48x320, 16x3x3x3 -> 1x16x24x160": a workload's size, arguments then outputs.
@@ -228,6 +272,9 @@ int run(int argc, const char* const* argv) {
   o.compile.compile.kernel_requests = &requests;
   compiler::Module module =
       frontends::onnx_import::import_onnx_file(o.compile.model, o.compile.import);
+  if (!o.compile.specialize_from.empty()) {
+    vmc::specialize_from(o.compile.specialize_from, module, o.compile.compile.lower);
+  }
   if (chatty) std::cerr << "vmtune: compiling " << o.compile.model << "\n";
   vm::Executable exe = compiler::compile(std::move(module), o.compile.compile);
 
@@ -245,13 +292,21 @@ int run(int argc, const char* const* argv) {
   for (const std::string& spec : o.sizes) {
     for (SizeSet& s : parse_size_spec(spec, exe, valued_names)) sets.push_back(std::move(s));
   }
+  std::vector<double> weights(sets.size(), 1.0);
+  if (!o.sizes_from.empty()) sizes_from_traffic(o.sizes_from, exe, valued_names, sets, weights);
   if (sets.empty()) sets = sample_size_sets(exe, valued_names);
+  weights.resize(sets.size(), 1.0);
   if (chatty) {
     std::cerr << "vmtune: profiling at";
-    for (const SizeSet& s : sets) std::cerr << " [" << describe(s, exe) << "]";
+    for (size_t k = 0; k < sets.size(); ++k) {
+      std::cerr << " [" << describe(sets[k], exe);
+      if (!o.sizes_from.empty()) std::cerr << " x" << weights[k];
+      std::cerr << "]";
+    }
     std::cerr << "\n";
   }
-  std::vector<tune::Workload> all = workloads_of(requests, profile_model(exe, sets, valued, o), o);
+  std::vector<tune::Workload> all =
+      workloads_of(requests, profile_model(exe, sets, weights, valued, o), o);
   std::vector<tune::Workload> chosen;
   for (tune::Workload& w : all) {
     if (w.share < o.min_share) continue;

@@ -34,6 +34,10 @@ options:
   --sizes SPEC          input sizes to run the model at, e.g. 'x=1x3x48x{100,320,960}'
                         (inputs separated by ';', each {..} group multiplies; repeatable);
                         default: three sizes sampled from each symbolic dim's range
+  --sizes-from FILE[:MODEL]
+                        the input sizes of served traffic, weighted by their request
+                        counts: the shapes file vmserve writes (the 8 most frequent;
+                        MODEL picks the served model, else the one with these inputs)
   --input NAME=FILE.npy this value for input NAME in every run (e.g. a sample rate)
   --trials N            candidates measured per kernel (default 64)
   --batch N             candidates per compilation and measuring process (default 8)
@@ -88,6 +92,8 @@ Options parse_options(int argc, const char* const* argv) {
       o.output = value(i, a);
     } else if (a == "--sizes") {
       o.sizes.push_back(value(i, a));
+    } else if (a == "--sizes-from") {
+      o.sizes_from = value(i, a);
     } else if (a == "--input") {
       const std::string v = value(i, a);
       const size_t eq = v.find('=');

@@ -15,6 +15,7 @@ struct Options {
   vmc::Options compile;            // model, --dim, --static, ...
   std::string output;              // the records file (-o); default MODEL.tune.jsonl
   std::vector<std::string> sizes;  // --sizes specs (size_sets.h)
+  std::string sizes_from;          // --sizes-from: vmserve's shapes file (FILE[:MODEL])
   // --input NAME=FILE.npy: this value for input NAME in every run (a sample rate, a mask).
   std::map<std::string, std::string> inputs;
   tune::TuneOptions tune;
