@@ -11,6 +11,8 @@
 #               generate the ONNX backend node tests (python3-onnx) into
 #               build-conformance-data/ when missing (tests/conformance/ reads them)
 #   make bench  build and run the benchmarks
+#   make soak   vmserve under 10,000 random-length requests: resident memory after
+#               warm-up must grow less than 10% (tests/serve/soak.py; minutes)
 #   make clean  remove the build folders
 
 BUILD      ?= build
@@ -24,7 +26,7 @@ CONFORMANCE_DATA ?= build-conformance-data
 # go through has its own tests under the sanitizers. `make test-asan ASAN_SKIP=` runs them too.
 ASAN_SKIP ?= ^e2e\.EndToEndRealModels\.PpOcr|^e2e\.EndToEnd\.DynamicCorpus
 
-.PHONY: all deps demo models conformance-data build test test-fast test-asan bench format clean
+.PHONY: all deps demo models conformance-data build test test-fast test-asan bench soak format clean
 
 all: build
 
@@ -63,6 +65,9 @@ test: test-fast test-asan
 
 bench: build
 	@./bench/run_all.sh $(BUILD)
+
+soak: build models
+	@/usr/bin/python3 tests/serve/soak.py --build $(BUILD)
 
 format:
 	@git ls-files '*.h' '*.cc' '*.c' | xargs clang-format -i

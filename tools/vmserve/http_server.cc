@@ -1,6 +1,7 @@
 #include "tools/vmserve/http_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <charconv>
 #include <cstdio>
@@ -16,6 +17,14 @@ using nlohmann::json;
 #ifndef DYNVM_VERSION
 #define DYNVM_VERSION "dev"
 #endif
+
+// cpp-httplib as Debian builds it listens with a backlog of 5 connections: a burst of
+// clients connecting at once overflows it, and the kernel resets some of them. Listening
+// again on the bound socket sets the backlog to the system's maximum.
+class WideBacklogServer : public httplib::Server {
+ public:
+  void widen_backlog() { ::listen(svr_sock_, SOMAXCONN); }
+};
 
 // Where the request being handled on this thread began (for the access log); the
 // pre-routing handler sets it, the logger reads and clears it.
@@ -89,7 +98,7 @@ class InFlight {
 
 InferenceServer::InferenceServer(std::vector<std::unique_ptr<ServedModel>> models,
                                  const ServerOptions& options)
-    : models_(std::move(models)), options_(options), http_(std::make_unique<httplib::Server>()) {
+    : models_(std::move(models)), options_(options), http_(std::make_unique<WideBacklogServer>()) {
   const size_t threads = static_cast<size_t>(std::max(1, options_.http_threads));
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(options_.max_body_bytes);
@@ -247,12 +256,11 @@ int InferenceServer::bind() {
     const int port = http_->bind_to_any_port(options_.host);
     if (port < 0) user_error("cannot listen on ", options_.host);
     options_.port = port;
-    return port;
-  }
-  if (!http_->bind_to_port(options_.host, options_.port)) {
+  } else if (!http_->bind_to_port(options_.host, options_.port)) {
     user_error("cannot listen on ", options_.host, ":", options_.port,
                " (in use, or not an address of this machine)");
   }
+  static_cast<WideBacklogServer&>(*http_).widen_backlog();
   return options_.port;
 }
 

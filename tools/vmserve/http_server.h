@@ -28,8 +28,8 @@ namespace dynvm::serve {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8000;        // 0: any free port (port() tells which)
-  int http_threads = 64;  // connections served at once
+  int port = 8000;         // 0: any free port (port() tells which)
+  int http_threads = 128;  // connections served at once
   size_t max_body_bytes = size_t{64} << 20;
   // How long a connection may take to send the rest of a request (slow clients and
   // bodies shorter than their Content-Length cost a thread no longer than this).

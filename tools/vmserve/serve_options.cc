@@ -82,7 +82,8 @@ endpoints:
 server:
   --host ADDR                address to listen on (default 127.0.0.1; 0.0.0.0: all)
   --port N                   port (default 8000; 0: any free port, printed at start)
-  --http-threads N           connections served at once (default 64)
+  --http-threads N           connections served at once (default 128; a request waits
+                             in a model's queue on one of these threads)
   --max-body-mb N            larger request bodies get 413 (default 64)
   --read-timeout-ms N        how long a client may take to send the rest of a request
                              (default 5000)
@@ -93,7 +94,7 @@ server:
 models:
   --threads N                executor threads per model (default: all hardware threads)
   --concurrency N            requests of one model run at once (default: --threads)
-  --max-queue N              requests waiting per model before 503 (default 256)
+  --max-queue N              requests waiting per model before 503 (default 64)
   --deadline-ms N            a request still queued after N ms gets 504 (default
                              60000); a request's parameters.timeout (us) overrides it
 batching (off unless asked, per model):
