@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <set>
 
+#include "kernels/arith/evaluate.h"
 #include "kernels/tune/features.h"
+#include "vm/error.h"
 
 namespace dynvm::tune {
 
@@ -38,17 +40,53 @@ double ConfigScorer::predicted(const CostModel& model, uint64_t index) {
   return score;
 }
 
-std::vector<SizePoint> nominal_sizes(const std::vector<ops::TensorType>& arg_types) {
-  std::vector<SizePoint> points;
-  for (int64_t value : kNominalDims) {
-    SizePoint p;
-    for (const ops::TensorType& t : arg_types) {
-      for (const arith::Expr& d : t.shape) {
-        if (d.kind() == arith::ExprKind::kVar) p.dims[d->name] = value;
+namespace {
+
+// The variables `e` mentions, by name.
+void collect_vars(const arith::Expr& e, std::map<std::string, arith::VarId>& vars) {
+  if (e.kind() == arith::ExprKind::kVar) vars.emplace(e->name, e->var_id);
+  for (int i = 0; i < arith::kind_arity(e.kind()); ++i) collect_vars(e.operand(i), vars);
+}
+
+// Whether every dim of `arg_types` is at least 1 with the variables at `dims`.
+bool all_dims_positive(const std::vector<ops::TensorType>& arg_types,
+                       const std::map<std::string, arith::VarId>& vars,
+                       const std::map<std::string, int64_t>& dims) {
+  arith::VarValues values;
+  for (const auto& [name, id] : vars) values[id] = dims.at(name);
+  for (const ops::TensorType& t : arg_types) {
+    for (const arith::Expr& d : t.shape) {
+      try {
+        if (arith::evaluate(d, values) < 1) return false;
+      } catch (const UserError&) {  // a division by zero: not a size to score at
+        return false;
       }
     }
-    if (p.dims.empty()) return {SizePoint{}};
-    points.push_back(std::move(p));
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<SizePoint> nominal_sizes(const std::vector<ops::TensorType>& arg_types) {
+  std::map<std::string, arith::VarId> vars;
+  for (const ops::TensorType& t : arg_types) {
+    for (const arith::Expr& d : t.shape) collect_vars(d, vars);
+  }
+  if (vars.empty()) return {SizePoint{}};
+  std::vector<SizePoint> points;
+  for (int64_t value : kNominalDims) {
+    // Doubled until every dim is positive: a kernel scored where its output is empty (a
+    // strided window longer than the nominal input: Silero's STFT convolution, kernel
+    // 256, stride 128) scores nothing, and the model then keeps the default schedule.
+    for (int64_t v = value;; v *= 2) {
+      SizePoint p;
+      for (const auto& [name, id] : vars) p.dims[name] = v;
+      if (all_dims_positive(arg_types, vars, p.dims) || v >= kMaxNominalDim) {
+        points.push_back(std::move(p));
+        break;
+      }
+    }
   }
   return points;
 }

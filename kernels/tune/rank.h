@@ -56,12 +56,15 @@ class ConfigScorer {
 // microseconds to milliseconds).
 inline constexpr size_t kRankedConfigs = 24;
 
-// Where a kernel with symbolic dims is scored when nothing says where it runs: every bare
-// variable of `arg_types` at each of kNominalDims, equally weighted. The values are small to
-// large and multiples of no tile size, since real sizes rarely are: scored at 16 and 256,
+// Where a kernel with symbolic dims is scored when nothing says where it runs: every
+// variable in the dims of `arg_types` at each of kNominalDims, equally weighted. The values are
+// small to large and multiples of no tile size, since real sizes rarely are: scored at 16 and 256,
 // a 16-row matmul tile looked perfect and ran 2.6x slower than the default at 25 rows.
 // Static kernels: one point.
+// A value is doubled (up to kMaxNominalDim) while it leaves some dim of the arguments
+// empty or negative.
 inline constexpr int64_t kNominalDims[] = {10, 50, 250};
+inline constexpr int64_t kMaxNominalDim = 1 << 16;
 std::vector<SizePoint> nominal_sizes(const std::vector<ops::TensorType>& arg_types);
 
 // The configuration of `op` the model scores highest at `sizes`, among at most

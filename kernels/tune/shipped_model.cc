@@ -56,7 +56,10 @@ ops::KnobValues ranked_schedule(const ops::OpInstance& op,
     const KnobSpace space(op.knobs);
     return space.at(space.default_index());
   }
-  return rank_schedule(op, nominal_sizes(arg_types), model, {"parallel"}, kShippedMinGain);
+  // The outputs' dims too: a size point where an output is empty is no point to score at.
+  std::vector<ops::TensorType> all_types = arg_types;
+  for (const te::TensorRef& out : op.outputs) all_types.push_back({out->dtype(), out->shape()});
+  return rank_schedule(op, nominal_sizes(all_types), model, {"parallel"}, kShippedMinGain);
 }
 
 }  // namespace dynvm::tune

@@ -79,6 +79,10 @@ class Protocol(unittest.TestCase):
     def tearDownClass(cls):
         code = cls.server.stop()
         assert code == 0, (code, cls.server.stderr)
+        # --log-requests: one access-log line per request, errors included.
+        log = cls.server.stdout
+        assert re.search(r'"POST /v2/models/silero/infer" 200 \d+ [\d.]+ ms', log), log[-2000:]
+        assert re.search(r'"GET /v2/models/nope" 404 \d+ [\d.]+ ms', log), log[-2000:]
 
     def setUp(self):
         self.c = self.server.client()

@@ -38,6 +38,27 @@ TEST(NominalSizes, EveryVariableAtEachNominalValue) {
   EXPECT_TRUE(fixed[0].dims.empty());
 }
 
+TEST(NominalSizes, DoubledUntilNoDimIsEmpty) {
+  // A window of 256 with stride 128 over w + 64 (Silero's STFT convolution): at w = 10
+  // the output would have (74 - 256) floordiv 128 + 1 = -1 columns.
+  const arith::Var w("w");
+  const arith::Expr padded = arith::make_binary(arith::ExprKind::kAdd, w, arith::make_int(64));
+  const arith::Expr out = arith::make_binary(
+      arith::ExprKind::kAdd,
+      arith::make_binary(arith::ExprKind::kFloorDiv,
+                         arith::make_binary(arith::ExprKind::kSub, padded, arith::make_int(256)),
+                         arith::make_int(128)),
+      arith::make_int(1));
+  const ops::TensorType x{vm::DType::kFloat32, {arith::make_int(1), padded}};
+  const ops::TensorType y{vm::DType::kFloat32, {arith::make_int(258), out}};
+  const std::vector<SizePoint> points = nominal_sizes({x, y});
+  ASSERT_EQ(points.size(), 3u);
+  // 10 -> 320 (out 2), 50 -> 200 (out 1), 250 stays (out 1).
+  EXPECT_EQ(points[0].dims.at("w"), 320);
+  EXPECT_EQ(points[1].dims.at("w"), 200);
+  EXPECT_EQ(points[2].dims.at("w"), 250);
+}
+
 TEST(RankSchedule, AnUntrainedModelKeepsTheDefaults) {
   const ops::OpInstance op = ops::matmul(kA, kB);
   const KnobSpace space(op.knobs);
