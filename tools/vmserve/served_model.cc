@@ -56,9 +56,9 @@ ServedModel::ServedModel(std::string name, std::shared_ptr<const vm::Program> pr
     }
   }
   executor_ = std::make_unique<vm::TbbExecutor>(program_, options_.threads);
-  const int concurrency =
-      options_.concurrency > 0 ? options_.concurrency : executor_->num_threads();
-  for (int i = 0; i < concurrency; ++i) workers_.emplace_back([this] { worker(); });
+  serial_ = std::make_unique<vm::SyncExecutor>(program_);
+  concurrency_ = options_.concurrency > 0 ? options_.concurrency : executor_->num_threads();
+  for (int i = 0; i < concurrency_; ++i) workers_.emplace_back([this] { worker(); });
 }
 
 ServedModel::~ServedModel() { stop(); }
@@ -118,45 +118,81 @@ std::vector<NamedTensor> ServedModel::infer(const InferRequest& request, Request
     for (size_t i = 0; i < outputs.size(); ++i) wanted.push_back(i);
   }
 
-  auto job = std::make_unique<Job>();
-  job->inputs = bind_inputs(request);
-  if (batch_axes_) job->batch_key = batch_key(*batch_axes_, job->inputs);
-  job->arrived = timing.arrived;
-  job->deadline =
-      timing.arrived + (request.timeout_us ? std::chrono::microseconds(*request.timeout_us)
-                                           : std::chrono::microseconds(options_.deadline));
-  std::future<JobResult> future = job->result.get_future();
+  std::vector<vm::Tensor> inputs = bind_inputs(request);
+  std::vector<vm::Tensor> results;
+  bool inline_run = false;
+  bool alone = false;
+  if (!batch_axes_) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stopping_ && queue_.empty() && running_ < concurrency_) {
+      inline_run = true;
+      alone = ++running_ == 1;
+    }
+  }
+  if (inline_run) {
+    timing.started = Clock::now();
+    try {
+      results = run_one(inputs, alone);
+    } catch (...) {
+      release_slot();
+      throw run_error(std::current_exception());
+    }
+    release_slot();
+    metrics_.batch_size.observe(1);
+  } else {
+    auto job = std::make_unique<Job>();
+    job->inputs = std::move(inputs);
+    if (batch_axes_) job->batch_key = batch_key(*batch_axes_, job->inputs);
+    job->arrived = timing.arrived;
+    job->deadline =
+        timing.arrived + (request.timeout_us ? std::chrono::microseconds(*request.timeout_us)
+                                             : std::chrono::microseconds(options_.deadline));
+    std::future<JobResult> future = job->result.get_future();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) throw HttpError(503, "the server is shutting down");
+      if (queue_.size() >= options_.max_queue) {
+        throw HttpError(503, str_cat("model '", name_, "' has ", queue_.size(),
+                                     " requests queued, its limit (--max-queue); retry later"));
+      }
+      queue_.push_back(std::move(job));
+    }
+    // Every idle worker may be a batch waiting for this request's shape.
+    if (batch_axes_) {
+      cv_.notify_all();
+    } else {
+      cv_.notify_one();
+    }
+    JobResult result = future.get();  // rethrows the run's HttpError
+    timing.started = result.started;
+    timing.batch = result.batch;
+    results = std::move(result.outputs);
+  }
+  std::vector<NamedTensor> named;
+  for (size_t i : wanted) named.push_back({outputs[i].name, std::move(results[i])});
+  return named;
+}
+
+void ServedModel::release_slot() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) throw HttpError(503, "the server is shutting down");
-    if (queue_.size() >= options_.max_queue) {
-      throw HttpError(503, str_cat("model '", name_, "' has ", queue_.size(),
-                                   " requests queued, its limit (--max-queue); retry later"));
-    }
-    queue_.push_back(std::move(job));
+    --running_;
   }
-  // Every idle worker may be a batch waiting for this request's shape.
-  if (batch_axes_) {
-    cv_.notify_all();
-  } else {
-    cv_.notify_one();
-  }
-  JobResult result = future.get();  // rethrows the run's HttpError
-  timing.started = result.started;
-  timing.batch = result.batch;
-  std::vector<NamedTensor> named;
-  for (size_t i : wanted) named.push_back({outputs[i].name, std::move(result.outputs[i])});
-  return named;
+  cv_.notify_all();  // a worker waiting for a slot (and, stopping, the others)
 }
 
 void ServedModel::worker() {
   for (;;) {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    cv_.wait(lock, [&] {
+      return (stopping_ && queue_.empty()) || (!queue_.empty() && running_ < concurrency_);
+    });
     if (queue_.empty()) return;  // stopping, and nothing left to run
     std::vector<std::unique_ptr<Job>> jobs = take_batch(lock);
+    const bool alone = ++running_ == 1 && queue_.empty();
     lock.unlock();
-    run_jobs(std::move(jobs));
+    run_jobs(std::move(jobs), alone);
+    release_slot();
   }
 }
 
@@ -185,9 +221,9 @@ std::vector<std::unique_ptr<ServedModel::Job>> ServedModel::take_batch(
   return jobs;
 }
 
-std::vector<vm::Tensor> ServedModel::run_one(const std::vector<vm::Tensor>& inputs) {
+std::vector<vm::Tensor> ServedModel::run_one(const std::vector<vm::Tensor>& inputs, bool alone) {
   std::vector<vm::Value> values(inputs.begin(), inputs.end());
-  std::vector<vm::Value> results = executor_->run(values);
+  std::vector<vm::Value> results = (alone ? executor_ : serial_)->run(values);
   std::vector<vm::Tensor> outputs;
   for (size_t i = 0; i < results.size(); ++i) {
     const vm::Tensor* t = results[i].if_tensor();
@@ -199,7 +235,7 @@ std::vector<vm::Tensor> ServedModel::run_one(const std::vector<vm::Tensor>& inpu
   return outputs;
 }
 
-void ServedModel::run_jobs(std::vector<std::unique_ptr<Job>> jobs) {
+void ServedModel::run_jobs(std::vector<std::unique_ptr<Job>> jobs, bool alone) {
   const Clock::time_point now = Clock::now();
   std::vector<std::unique_ptr<Job>> live;
   for (std::unique_ptr<Job>& job : jobs) {
@@ -230,7 +266,7 @@ void ServedModel::run_jobs(std::vector<std::unique_ptr<Job>> jobs) {
         for (const auto& job : live) parts.push_back(job->inputs[i]);
         joined.push_back(concat_along(parts, axis));
       }
-      std::vector<vm::Tensor> outputs = run_one(joined);
+      std::vector<vm::Tensor> outputs = run_one(joined, alone);
       per_job.emplace(live.size());
       for (size_t o = 0; o < outputs.size() && per_job; ++o) {
         auto parts = split_along(outputs[o], batch_axes_->outputs[o], batch);
@@ -254,7 +290,7 @@ void ServedModel::run_jobs(std::vector<std::unique_ptr<Job>> jobs) {
   for (std::unique_ptr<Job>& job : live) {
     const Clock::time_point started = Clock::now();
     try {
-      std::vector<vm::Tensor> outputs = run_one(job->inputs);
+      std::vector<vm::Tensor> outputs = run_one(job->inputs, alone && live.size() == 1);
       metrics_.batch_size.observe(1);
       job->result.set_value({std::move(outputs), started, 1});
     } catch (...) {

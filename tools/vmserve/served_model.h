@@ -1,16 +1,24 @@
-// One model behind the server: its verified Program, a TBB executor, and the queue that
-// feeds it. An HTTP thread hands a parsed request to infer(), which checks the inputs
-// against the signature (a 400 names what is wrong), queues the request (a 503 when the
-// queue is full) and waits; `concurrency` worker threads take requests from the queue and
-// run each at its own size on the shared executor, so requests of different lengths are
-// in flight at once and none is padded. A request still queued at its deadline is
-// answered 504 without running.
+// One model behind the server: its verified Program, its executors, and the queue that
+// feeds them. An HTTP thread hands a parsed request to infer(), which checks the inputs
+// against the signature (a 400 names what is wrong). At most `concurrency` runs are in
+// flight at once, each at its request's own size, so requests of different lengths run
+// side by side and none is padded:
+//   * a request that finds a free slot and nobody queued runs at once, on its own HTTP
+//     thread (no hand-off to another thread);
+//   * otherwise it is queued (a 503 when the queue is full) and a worker thread runs it
+//     when a slot frees; a request still queued at its deadline is answered 504 without
+//     running.
+// A run that has the machine to itself (nothing else running or queued) uses the TBB
+// executor's threads for its kernels' parallel loops; under load each run takes one thread
+// (the synchronous executor), which serves more requests per second than splitting every
+// run across all threads (bench/README.md, "Serving").
 //
-// With batching on (`vmserve --batch`), a worker that takes a request also takes the
-// queued requests of equal shapes (batching.h), waiting up to `max_queue_delay_us` from
-// the first one's arrival for more, up to `max_batch` rows; their inputs are joined along
-// the batch axis, run once, and the outputs split back. A batch whose outputs do not
-// split evenly runs again request by request.
+// With batching on (`vmserve --batch`), every request goes through the queue: a worker
+// that takes a request also takes the queued requests of equal shapes (batching.h),
+// waiting up to `max_queue_delay_us` from the first one's arrival for more, up to
+// `max_batch` rows; their inputs are joined along the batch axis, run once, and the
+// outputs split back. A batch whose outputs do not split evenly runs again request by
+// request.
 #pragma once
 
 #include <chrono>
@@ -94,19 +102,25 @@ class ServedModel {
   void worker();
   // Takes the first job and, when batching, the queued jobs that may share its run.
   std::vector<std::unique_ptr<Job>> take_batch(std::unique_lock<std::mutex>& lock);
-  void run_jobs(std::vector<std::unique_ptr<Job>> jobs);
-  std::vector<vm::Tensor> run_one(const std::vector<vm::Tensor>& inputs);
+  void run_jobs(std::vector<std::unique_ptr<Job>> jobs, bool alone);
+  // One run; `alone`: nothing else is running or queued, so it may use every thread.
+  std::vector<vm::Tensor> run_one(const std::vector<vm::Tensor>& inputs, bool alone);
+  // Gives a run slot back and wakes a worker that may be waiting for one.
+  void release_slot();
 
   std::string name_;
   std::shared_ptr<const vm::Program> program_;
   ModelOptions options_;
   std::optional<BatchAxes> batch_axes_;
-  std::unique_ptr<vm::Executor> executor_;
+  std::unique_ptr<vm::Executor> executor_;  // TBB: a run alone uses all its threads
+  std::unique_ptr<vm::Executor> serial_;    // a run under load: the calling thread only
+  int concurrency_ = 1;
   ModelMetrics metrics_;
 
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::unique_ptr<Job>> queue_;
+  int running_ = 0;  // runs in flight, inline and by workers (<= concurrency_)
   bool stopping_ = false;
   std::vector<std::thread> workers_;
 };
