@@ -58,7 +58,9 @@ ServedModel::ServedModel(std::string name, std::shared_ptr<const vm::Program> pr
   executor_ = std::make_unique<vm::TbbExecutor>(program_, options_.threads);
   serial_ = std::make_unique<vm::SyncExecutor>(program_);
   concurrency_ = options_.concurrency > 0 ? options_.concurrency : executor_->num_threads();
-  for (int i = 0; i < concurrency_; ++i) workers_.emplace_back([this] { worker(); });
+  if (batch_axes_) {
+    for (int i = 0; i < concurrency_; ++i) workers_.emplace_back([this] { worker(); });
+  }
 }
 
 ServedModel::~ServedModel() { stop(); }
@@ -119,66 +121,93 @@ std::vector<NamedTensor> ServedModel::infer(const InferRequest& request, Request
   }
 
   std::vector<vm::Tensor> inputs = bind_inputs(request);
-  std::vector<vm::Tensor> results;
-  bool inline_run = false;
-  bool alone = false;
-  if (!batch_axes_) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!stopping_ && queue_.empty() && running_ < concurrency_) {
-      inline_run = true;
-      alone = ++running_ == 1;
-    }
-  }
-  if (inline_run) {
-    timing.started = Clock::now();
-    try {
-      results = run_one(inputs, alone);
-    } catch (...) {
-      release_slot();
-      throw run_error(std::current_exception());
-    }
-    release_slot();
-    metrics_.batch_size.observe(1);
-  } else {
-    auto job = std::make_unique<Job>();
-    job->inputs = std::move(inputs);
-    if (batch_axes_) job->batch_key = batch_key(*batch_axes_, job->inputs);
-    job->arrived = timing.arrived;
-    job->deadline =
-        timing.arrived + (request.timeout_us ? std::chrono::microseconds(*request.timeout_us)
-                                             : std::chrono::microseconds(options_.deadline));
-    std::future<JobResult> future = job->result.get_future();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (stopping_) throw HttpError(503, "the server is shutting down");
-      if (queue_.size() >= options_.max_queue) {
-        throw HttpError(503, str_cat("model '", name_, "' has ", queue_.size(),
-                                     " requests queued, its limit (--max-queue); retry later"));
-      }
-      queue_.push_back(std::move(job));
-    }
-    // Every idle worker may be a batch waiting for this request's shape.
-    if (batch_axes_) {
-      cv_.notify_all();
-    } else {
-      cv_.notify_one();
-    }
-    JobResult result = future.get();  // rethrows the run's HttpError
-    timing.started = result.started;
-    timing.batch = result.batch;
-    results = std::move(result.outputs);
-  }
+  const Clock::time_point deadline =
+      timing.arrived + (request.timeout_us ? std::chrono::microseconds(*request.timeout_us)
+                                           : std::chrono::microseconds(options_.deadline));
+  std::vector<vm::Tensor> results = batch_axes_ ? run_batched(std::move(inputs), deadline, timing)
+                                                : run_in_turn(inputs, deadline, timing);
   std::vector<NamedTensor> named;
   for (size_t i : wanted) named.push_back({outputs[i].name, std::move(results[i])});
   return named;
+}
+
+std::vector<vm::Tensor> ServedModel::run_in_turn(const std::vector<vm::Tensor>& inputs,
+                                                 Clock::time_point deadline,
+                                                 RequestTiming& timing) {
+  Turn turn;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (stopping_) throw HttpError(503, "the server is shutting down");
+    if (waiting_.empty() && running_ < concurrency_) {
+      turn.go = true;
+      turn.alone = ++running_ == 1;
+    } else {
+      if (waiting_.size() >= options_.max_queue) {
+        throw HttpError(503, str_cat("model '", name_, "' has ", waiting_.size(),
+                                     " requests queued, its limit (--max-queue); retry later"));
+      }
+      waiting_.push_back(&turn);
+      if (!turn.cv.wait_until(lock, deadline, [&] { return turn.go; })) {
+        waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &turn));
+        const auto waited =
+            std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - timing.arrived);
+        throw HttpError(504, str_cat("deadline exceeded: the request waited ", waited.count(),
+                                     " ms in the queue of model '", name_, "'"));
+      }
+    }
+  }
+  timing.started = Clock::now();
+  std::vector<vm::Tensor> results;
+  try {
+    results = run_one(inputs, turn.alone);
+  } catch (...) {
+    release_slot();
+    throw run_error(std::current_exception());
+  }
+  release_slot();
+  metrics_.batch_size.observe(1);
+  return results;
+}
+
+std::vector<vm::Tensor> ServedModel::run_batched(std::vector<vm::Tensor> inputs,
+                                                 Clock::time_point deadline,
+                                                 RequestTiming& timing) {
+  auto job = std::make_unique<Job>();
+  job->batch_key = batch_key(*batch_axes_, inputs);
+  job->inputs = std::move(inputs);
+  job->arrived = timing.arrived;
+  job->deadline = deadline;
+  std::future<JobResult> future = job->result.get_future();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) throw HttpError(503, "the server is shutting down");
+    if (queue_.size() >= options_.max_queue) {
+      throw HttpError(503, str_cat("model '", name_, "' has ", queue_.size(),
+                                   " requests queued, its limit (--max-queue); retry later"));
+    }
+    queue_.push_back(std::move(job));
+  }
+  cv_.notify_all();  // every idle worker may be a batch waiting for this request's shape
+  JobResult result = future.get();  // rethrows the run's HttpError
+  timing.started = result.started;
+  timing.batch = result.batch;
+  return std::move(result.outputs);
 }
 
 void ServedModel::release_slot() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     --running_;
+    // The next requests in line run on their own threads, in arrival order.
+    while (!waiting_.empty() && running_ < concurrency_) {
+      Turn* next = waiting_.front();
+      waiting_.pop_front();
+      next->go = true;
+      next->alone = ++running_ == 1 && waiting_.empty();
+      next->cv.notify_one();
+    }
   }
-  cv_.notify_all();  // a worker waiting for a slot (and, stopping, the others)
+  cv_.notify_all();  // a batching worker waiting for a slot (and, stopping, the others)
 }
 
 void ServedModel::worker() {

@@ -1,24 +1,23 @@
-// One model behind the server: its verified Program, its executors, and the queue that
-// feeds them. An HTTP thread hands a parsed request to infer(), which checks the inputs
-// against the signature (a 400 names what is wrong). At most `concurrency` runs are in
-// flight at once, each at its request's own size, so requests of different lengths run
-// side by side and none is padded:
-//   * a request that finds a free slot and nobody queued runs at once, on its own HTTP
-//     thread (no hand-off to another thread);
-//   * otherwise it is queued (a 503 when the queue is full) and a worker thread runs it
-//     when a slot frees; a request still queued at its deadline is answered 504 without
-//     running.
-// A run that has the machine to itself (nothing else running or queued) uses the TBB
+// One model behind the server: its verified Program, its executors, and the line of
+// requests waiting for them. An HTTP thread hands a parsed request to infer(), which
+// checks the inputs against the signature (a 400 names what is wrong). At most
+// `concurrency` runs are in flight at once, each at its request's own size, so requests of
+// different lengths run side by side and none is padded. A request runs on its own HTTP
+// thread: at once when a slot is free and nobody waits, else after waiting its turn in a
+// bounded line (a 503 when the line is full; a 504 when its deadline passes while it
+// waits). Nothing is handed to another thread, so a request costs no thread switch beyond
+// the wake-up of its turn.
+// A run that has the machine to itself (nothing else running or waiting) uses the TBB
 // executor's threads for its kernels' parallel loops; under load each run takes one thread
 // (the synchronous executor), which serves more requests per second than splitting every
 // run across all threads (bench/README.md, "Serving").
 //
-// With batching on (`vmserve --batch`), every request goes through the queue: a worker
-// that takes a request also takes the queued requests of equal shapes (batching.h),
-// waiting up to `max_queue_delay_us` from the first one's arrival for more, up to
-// `max_batch` rows; their inputs are joined along the batch axis, run once, and the
-// outputs split back. A batch whose outputs do not split evenly runs again request by
-// request.
+// With batching on (`vmserve --batch`), requests go to a queue served by `concurrency`
+// worker threads: a worker that takes a request also takes the queued requests of equal
+// shapes (batching.h), waiting up to `max_queue_delay_us` from the first one's arrival
+// for more, up to `max_batch` rows; their inputs are joined along the batch axis, run
+// once, and the outputs split back. A batch whose outputs do not split evenly runs again
+// request by request.
 #pragma once
 
 #include <chrono>
@@ -98,14 +97,27 @@ class ServedModel {
     std::promise<JobResult> result;
   };
 
+  // A request waiting for a run slot, on its own thread (release_slot hands it one).
+  struct Turn {
+    std::condition_variable cv;
+    bool go = false;
+    bool alone = false;
+  };
+
   std::vector<vm::Tensor> bind_inputs(const InferRequest& request) const;
+  // Without batching: waits for a slot in arrival order, then runs on the calling thread.
+  std::vector<vm::Tensor> run_in_turn(const std::vector<vm::Tensor>& inputs,
+                                      Clock::time_point deadline, RequestTiming& timing);
+  // With batching: queues a job for the workers and waits for its share of a batch.
+  std::vector<vm::Tensor> run_batched(std::vector<vm::Tensor> inputs, Clock::time_point deadline,
+                                      RequestTiming& timing);
   void worker();
   // Takes the first job and, when batching, the queued jobs that may share its run.
   std::vector<std::unique_ptr<Job>> take_batch(std::unique_lock<std::mutex>& lock);
   void run_jobs(std::vector<std::unique_ptr<Job>> jobs, bool alone);
   // One run; `alone`: nothing else is running or queued, so it may use every thread.
   std::vector<vm::Tensor> run_one(const std::vector<vm::Tensor>& inputs, bool alone);
-  // Gives a run slot back and wakes a worker that may be waiting for one.
+  // Gives a run slot back: to the next waiting request, or to a batching worker.
   void release_slot();
 
   std::string name_;
@@ -119,8 +131,9 @@ class ServedModel {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::unique_ptr<Job>> queue_;
-  int running_ = 0;  // runs in flight, inline and by workers (<= concurrency_)
+  std::deque<Turn*> waiting_;               // without batching
+  std::deque<std::unique_ptr<Job>> queue_;  // with batching
+  int running_ = 0;                         // runs in flight (<= concurrency_)
   bool stopping_ = false;
   std::vector<std::thread> workers_;
 };
