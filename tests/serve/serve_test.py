@@ -214,6 +214,11 @@ class Protocol(unittest.TestCase):
         self.expect_error(r, 400, ".")
         self.expect_error(self.c.infer_json("silero", feeds, outputs=[{"name": "nope"}]), 400,
                           "no output 'nope'")
+        # An output asked twice comes twice; a timeout past any clock is only long.
+        r = self.c.infer_json("silero", feeds, outputs=[{"name": "output"}, {"name": "output"}],
+                              parameters={"timeout": 2 ** 63 - 1})
+        self.assertEqual(r.status, 200, r.body[:300])
+        self.assertEqual([o["name"] for o in r.json()["outputs"]], ["output", "output"])
         self.assertTrue(self.server.alive())
 
     def test_body_over_the_limit_is_413(self):

@@ -121,13 +121,16 @@ std::vector<NamedTensor> ServedModel::infer(const InferRequest& request, Request
   }
 
   std::vector<vm::Tensor> inputs = bind_inputs(request);
+  // A request's own timeout is capped at a day, so that no value overflows the clock.
+  constexpr int64_t kMaxTimeoutUs = int64_t{86400} * 1000 * 1000;
   const Clock::time_point deadline =
-      timing.arrived + (request.timeout_us ? std::chrono::microseconds(*request.timeout_us)
-                                           : std::chrono::microseconds(options_.deadline));
+      timing.arrived +
+      (request.timeout_us ? std::chrono::microseconds(std::min(*request.timeout_us, kMaxTimeoutUs))
+                          : std::chrono::microseconds(options_.deadline));
   std::vector<vm::Tensor> results = batch_axes_ ? run_batched(std::move(inputs), deadline, timing)
                                                 : run_in_turn(inputs, deadline, timing);
   std::vector<NamedTensor> named;
-  for (size_t i : wanted) named.push_back({outputs[i].name, std::move(results[i])});
+  for (size_t i : wanted) named.push_back({outputs[i].name, results[i]});  // may repeat
   return named;
 }
 
