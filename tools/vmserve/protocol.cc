@@ -260,7 +260,7 @@ uint64_t tensor_bytes(const vm::Shape& shape, DType dtype, std::string_view name
     }
     bytes *= static_cast<uint64_t>(d);
   }
-  return shape.empty() || bytes > 0 ? bytes : 0;
+  return bytes;
 }
 
 NamedTensor parse_input(const json& input, std::string_view binary, size_t& binary_used) {
