@@ -46,7 +46,7 @@ using Clock = std::chrono::steady_clock;
 struct ModelOptions {
   int threads = 0;        // the executor's; <= 0: all hardware threads
   int concurrency = 0;    // requests run at once; <= 0: the executor's thread count
-  size_t max_queue = 64;  // requests waiting for a worker, beyond which a 503 answers
+  size_t max_queue = 64;  // requests waiting for a run slot, beyond which a 503 answers
   std::chrono::milliseconds deadline{60000};  // unless a request sets parameters.timeout
   bool batching = false;
   std::map<std::string, int> batch_axes;  // overrides of batching.h's default axes
