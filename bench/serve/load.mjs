@@ -36,22 +36,13 @@
 // A refused connection (server gone) stops the run early.
 // Exit status: 0, 1 when any measured request failed, 2 on bad usage or an unreachable server/model.
 
-import fs from 'node:fs';
 import http from 'node:http';
-import { fileURLToPath } from 'node:url';
+
+import { dieWith, printUsage } from './cli.mjs';
 import { performance } from 'node:perf_hooks';
 
-function die(msg) {
-  process.stderr.write(`load: ${msg}\n`);
-  process.exit(2);
-}
-
-function usage() {
-  const ls = fs.readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1);
-  const end = ls.findIndex((l) => !l.startsWith('//'));
-  process.stdout.write(ls.slice(0, end).map((l) => l.slice(3)).join('\n') + '\n');
-  process.exit(0);
-}
+const die = dieWith('load');
+const usage = () => printUsage(import.meta.url);
 
 function parseArgs(argv) {
   const o = {

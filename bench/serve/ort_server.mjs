@@ -35,7 +35,8 @@ import cluster from 'node:cluster';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+
+import { dieWith, printUsage } from './cli.mjs';
 
 const ortDir = process.env.ORT_NODE_DIR || path.join(process.env.HOME || '/root', '.cache', 'onnxruntime-node');
 const require = createRequire(path.join(ortDir, 'package.json'));
@@ -43,17 +44,8 @@ const ort = require('onnxruntime-node');
 
 const MAX_BODY = 1 << 30;
 
-function die(msg) {
-  process.stderr.write(`ort_server: ${msg}\n`);
-  process.exit(2);
-}
-
-function usage() {
-  const ls = fs.readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1);
-  const end = ls.findIndex((l) => !l.startsWith('//'));
-  process.stdout.write(ls.slice(0, end).map((l) => l.slice(3)).join('\n') + '\n');
-  process.exit(0);
-}
+const die = dieWith('ort_server');
+const usage = () => printUsage(import.meta.url);
 
 function parseArgs(argv) {
   const o = { models: [], port: null, host: '127.0.0.1', threads: 1, workers: 1 };

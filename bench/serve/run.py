@@ -136,6 +136,11 @@ def main():
             json.dump(results, f, indent=1)
 
 
+def ratio(a, b):
+    """a's throughput over b's."""
+    return a["throughput_rps"] / b["throughput_rps"] if b["throughput_rps"] else float("nan")
+
+
 def print_row(row, t):
     d, o = row["dynvm"], row["ort"]
     print(f"  {row['model']} c={row['concurrency']}: dynvm {d['throughput_rps']:.1f} rps "
@@ -151,11 +156,10 @@ def print_table(results, t):
     print("|---|---|---|---|---|---|---|---|")
     for r in results:
         d, o = r["dynvm"], r["ort"]
-        ratio = d["throughput_rps"] / o["throughput_rps"] if o["throughput_rps"] else float("nan")
         lat = lambda x: f"{x.get('p50_ms', 0):.1f} / {x.get('p90_ms', 0):.1f} / " \
                         f"{x.get('p99_ms', 0):.1f}"  # noqa: E731
         print(f"| {r['model']} | {r['concurrency']} | {d['throughput_rps']:.1f} | "
-              f"{o['throughput_rps']:.1f} | {ratio:.2f} | {lat(d)} | {lat(o)} | "
+              f"{o['throughput_rps']:.1f} | {ratio(d, o):.2f} | {lat(d)} | {lat(o)} | "
               f"{r['ort_config']} |")
     print("\nown length vs padded to buckets (dynvm both)")
     print("| model | c | own length rps | padded rps | own/padded | padding waste | "
@@ -163,9 +167,8 @@ def print_table(results, t):
     print("|---|---|---|---|---|---|---|---|")
     for r in results:
         d, p = r["dynvm"], r["padded"]
-        ratio = d["throughput_rps"] / p["throughput_rps"] if p["throughput_rps"] else float("nan")
         print(f"| {r['model']} | {r['concurrency']} | {d['throughput_rps']:.1f} | "
-              f"{p['throughput_rps']:.1f} | {ratio:.2f} | {p.get('padding_waste', 0) * 100:.0f}% | "
+              f"{p['throughput_rps']:.1f} | {ratio(d, p):.2f} | {p.get('padding_waste', 0) * 100:.0f}% | "
               f"{d.get('p99_ms', 0):.1f} | {p.get('p99_ms', 0):.1f} |")
 
 
