@@ -11,6 +11,9 @@
 #               generate the ONNX backend node tests (python3-onnx) into
 #               build-conformance-data/ when missing (tests/conformance/ reads them)
 #   make bench  build and run the benchmarks
+#   make install-python
+#               build, then copy the dynvm Python package into /usr/bin/python3's site
+#               directory (without it: PYTHONPATH=build/python)
 #   make soak   vmserve under 10,000 random-length requests: resident memory after
 #               warm-up must grow less than 10% (tests/serve/soak.py; minutes)
 #   make clean  remove the build folders
@@ -29,7 +32,8 @@ CONFORMANCE_DATA ?= build-conformance-data
 # op test runs under them. `make test-asan ASAN_SKIP=` runs them too.
 ASAN_SKIP ?= ^e2e\.EndToEndRealModels\.PpOcr|^e2e\.EndToEnd\.DynamicCorpus|^ops\.Resize\.
 
-.PHONY: all deps demo models conformance-data build test test-fast test-asan bench soak format clean
+.PHONY: all deps demo models conformance-data build test test-fast test-asan bench soak \
+  install-python format clean
 
 all: build
 
@@ -68,6 +72,15 @@ test: test-fast test-asan
 
 bench: build
 	@./bench/run_all.sh $(BUILD)
+
+# The package folder build/python/dynvm (pure Python + the extension, which links only
+# system libraries dynamically) into the interpreter's first site directory, which on
+# Debian is /usr/local/lib/python3.X/dist-packages.
+install-python: build
+	@site=$$(/usr/bin/python3 -c 'import site; print(site.getsitepackages()[0])') && \
+	  mkdir -p "$$site" && rm -rf "$$site/dynvm" && cp -r $(BUILD)/python/dynvm "$$site/" && \
+	  echo "installed dynvm into $$site" && \
+	  cd / && /usr/bin/python3 -c 'import dynvm; print("import dynvm:", dynvm.__version__)'
 
 soak: build models
 	@/usr/bin/python3 tests/serve/soak.py --build $(BUILD)

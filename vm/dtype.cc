@@ -46,6 +46,8 @@ size_t dtype_size(DType t) { return info(t).size; }
 
 std::string_view dtype_name(DType t) { return info(t).short_name; }
 
+std::string_view dtype_long_name(DType t) { return info(t).long_name; }
+
 std::optional<DType> parse_dtype(std::string_view name) {
   for (const auto& i : kInfo) {
     if (name == i.short_name || name == i.long_name) return i.type;

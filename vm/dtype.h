@@ -36,6 +36,8 @@ bool is_valid_dtype(int64_t code);
 size_t dtype_size(DType t);
 // The short name: "f32", "i64", "bool", ... (also what the .vmasm text uses).
 std::string_view dtype_name(DType t);
+// The long name, as NumPy and PyTorch spell it: "float32", "int64", "bool", "bfloat16".
+std::string_view dtype_long_name(DType t);
 // Accepts the short name and the long one ("float32", "int64", "float", "double").
 std::optional<DType> parse_dtype(std::string_view name);
 

@@ -71,4 +71,18 @@ void Profile::report(std::ostream& os, const Executable& exe) const {
       percent_of(outside, run_ns));
 }
 
+LatencyStats latency_stats(std::vector<double> ms) {
+  LatencyStats s;
+  if (ms.empty()) return s;
+  std::sort(ms.begin(), ms.end());
+  size_t n = ms.size();
+  s.runs = n;
+  s.median_ms = n % 2 == 1 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
+  size_t rank = (9 * n + 9) / 10;
+  s.p90_ms = ms[std::max<size_t>(rank, 1) - 1];
+  s.min_ms = ms.front();
+  s.max_ms = ms.back();
+  return s;
+}
+
 }  // namespace dynvm::vm

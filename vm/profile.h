@@ -52,4 +52,15 @@ struct Profile {
   void report(std::ostream& os, const Executable& exe) const;
 };
 
+// Whole-run latencies as vmrun --repeat and the Python module's benchmark() report them.
+struct LatencyStats {
+  size_t runs = 0;
+  double median_ms = 0;
+  double p90_ms = 0;  // nearest rank: the smallest time that 90% of runs did not exceed
+  double min_ms = 0;
+  double max_ms = 0;
+};
+// All zero for no runs.
+LatencyStats latency_stats(std::vector<double> ms);
+
 }  // namespace dynvm::vm

@@ -13,6 +13,7 @@
 #include "vm/float16.h"
 #include "vm/error.h"
 #include "vm/npy.h"
+#include "vm/profile.h"
 
 namespace dynvm::vmrun {
 namespace {
@@ -265,20 +266,15 @@ std::string model_info(const std::string& path, const vm::Executable& exe,
 
 std::string latency_report(std::vector<double> ms) {
   if (ms.empty()) return "no timed runs";
-  std::sort(ms.begin(), ms.end());
-  size_t n = ms.size();
-  double median = n % 2 == 1 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
-  // The nearest-rank p90: the smallest time that at least 90% of runs did not exceed.
-  size_t rank = (9 * n + 9) / 10;
-  double p90 = ms[std::max<size_t>(rank, 1) - 1];
+  const vm::LatencyStats l = vm::latency_stats(std::move(ms));
   auto f = [](double v) {
     char buf[32];
     std::snprintf(buf, sizeof(buf), "%.3f", v);
     return std::string(buf);
   };
-  return str_cat("latency over ", n, " run", n == 1 ? "" : "s", " (after 1 warm-up): median ",
-                 f(median), " ms, p90 ", f(p90), " ms, min ", f(ms.front()), " ms, max ",
-                 f(ms.back()), " ms");
+  return str_cat("latency over ", l.runs, " run", l.runs == 1 ? "" : "s",
+                 " (after 1 warm-up): median ", f(l.median_ms), " ms, p90 ", f(l.p90_ms),
+                 " ms, min ", f(l.min_ms), " ms, max ", f(l.max_ms), " ms");
 }
 
 }  // namespace dynvm::vmrun
