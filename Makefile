@@ -29,8 +29,11 @@ CONFORMANCE_DATA ?= build-conformance-data
 # go through has its own tests under the sanitizers. Likewise the Resize kernel suites
 # (1.5 minutes each instrumented): they compile hundreds of resize kernels, whose generated
 # code the sanitizers do not see, and the lowering they go through is the one every other
-# op test runs under them. `make test-asan ASAN_SKIP=` runs them too.
-ASAN_SKIP ?= ^e2e\.EndToEndRealModels\.PpOcr|^e2e\.EndToEnd\.DynamicCorpus|^ops\.Resize\.
+# op test runs under them. And vmtune's three end-to-end runs (a minute or more each
+# instrumented: they compile, measure and tune real kernels in child processes), whose
+# search, records and cost model have their own suites under the sanitizers (tune.*), as do
+# vmtune's error paths (tools.Vmtune.Bad*). `make test-asan ASAN_SKIP=` runs them all.
+ASAN_SKIP ?= ^e2e\.EndToEndRealModels\.PpOcr|^e2e\.EndToEnd\.DynamicCorpus|^ops\.Resize\.|^tools\.Vmtune\.(RecordsAre|SubRange|InputsWithValues)
 
 .PHONY: all deps demo models conformance-data build test test-fast test-asan bench soak \
   install-python format clean

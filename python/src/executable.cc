@@ -55,8 +55,8 @@ py::dict Executable::run(py::handle feeds, std::optional<int> threads) {
   }
   const std::vector<vm::TensorSpec>& specs = exe().outputs;
   if (results.size() != specs.size()) {
-    throw InternalError(str_cat("the entry function returned ", results.size(),
-                                " values for ", specs.size(), " outputs"));
+    throw InternalError(str_cat("the entry function returned ", results.size(), " values for ",
+                                specs.size(), " outputs"));
   }
   ResultConverter convert(b.borrowed, constants_);
   py::dict out;

@@ -44,8 +44,7 @@ class Executable {
   // executor's thread count (nullopt: every hardware thread).
   py::dict run(py::handle feeds, std::optional<int> threads);
   // Binds `feeds` once, runs `warmup` times, then times `repeat` runs.
-  vm::LatencyStats benchmark(py::handle feeds, int repeat, int warmup,
-                             std::optional<int> threads);
+  vm::LatencyStats benchmark(py::handle feeds, int repeat, int warmup, std::optional<int> threads);
   // Writes the .vmexe (to a temporary name, then renamed).
   void save(const std::string& path) const;
 

@@ -71,7 +71,8 @@ class Binder {
   }
 
   vm::Tensor tensor(py::handle obj) {
-    if (obj.is_none()) fail("is None, and the model needs a value (", vm::tensor_spec_str(spec_), ")");
+    if (obj.is_none())
+      fail("is None, and the model needs a value (", vm::tensor_spec_str(spec_), ")");
     if (py::isinstance<py::array>(obj)) return array(py::reinterpret_borrow<py::array>(obj));
     if (py::hasattr(obj, "__dlpack__")) {
       if (std::optional<vm::Tensor> t = dlpack(obj)) return *t;
@@ -95,8 +96,7 @@ class Binder {
     std::string descr = py::str(a.dtype().attr("str"));
     std::optional<vm::DType> dtype = vm::from_numpy_descr(descr);
     if (!dtype && descr.size() > 1 && descr[0] == '>') {  // big-endian: copy into native order
-      a = py::reinterpret_borrow<py::array>(
-          a.attr("astype")(a.dtype().attr("newbyteorder")("=")));
+      a = py::reinterpret_borrow<py::array>(a.attr("astype")(a.dtype().attr("newbyteorder")("=")));
       dtype = vm::from_numpy_descr(std::string(py::str(a.dtype().attr("str"))));
       copied = true;
     }

@@ -35,9 +35,9 @@ std::string one_line(std::string s) {
 }
 
 void register_errors(py::module_& m) {
-  g_error = PyErr_NewExceptionWithDoc(
-      "dynvm.Error", "Anything dynvm reports: the base of dynvm.UserError.", PyExc_Exception,
-      nullptr);
+  g_error = PyErr_NewExceptionWithDoc("dynvm.Error",
+                                      "Anything dynvm reports: the base of dynvm.UserError.",
+                                      PyExc_Exception, nullptr);
   py::tuple bases = py::make_tuple(py::handle(g_error), py::handle(PyExc_ValueError));
   g_user_error = PyErr_NewExceptionWithDoc(
       "dynvm.UserError",
@@ -95,7 +95,7 @@ py::dict ranges_of(const vm::TensorSpec& spec) {
   for (const vm::DimSpec& d : spec.dims) {
     if (!d.is_symbolic()) continue;
     py::object hi = d.max == std::numeric_limits<int64_t>::max() ? py::object(py::none())
-                                                                  : py::object(py::int_(d.max));
+                                                                 : py::object(py::int_(d.max));
     ranges[py::str(d.symbol)] = py::make_tuple(d.min, hi);
   }
   return ranges;
@@ -136,7 +136,8 @@ py::dict data_ptrs(const PreparedFeeds& p) {
 
 // `model` is a path (str or os.PathLike) or the ONNX model's bytes; `args` are vmc's
 // options after the model.
-std::unique_ptr<Executable> compile(py::object model, const std::vector<std::string>& args, bool progress) {
+std::unique_ptr<Executable> compile(py::object model, const std::vector<std::string>& args,
+                                    bool progress) {
   std::string path;
   std::string bytes;
   if (py::isinstance<py::bytes>(model) || py::isinstance<py::bytearray>(model)) {
@@ -173,7 +174,8 @@ PYBIND11_MODULE(_core, m) {
                              "and shape, whose symbolic dims are names with ranges.")
       .def_property_readonly("name", [](const vm::TensorSpec& s) { return s.name; })
       .def_property_readonly(
-          "dtype", [](const vm::TensorSpec& s) { return std::string(vm::dtype_long_name(s.dtype)); },
+          "dtype",
+          [](const vm::TensorSpec& s) { return std::string(vm::dtype_long_name(s.dtype)); },
           "The element type as NumPy names it ('float32', 'int64', 'bool', 'bfloat16').")
       .def_property_readonly("shape", &shape_of,
                              "Constant dims as ints, symbolic ones as their names.")
@@ -206,12 +208,11 @@ PYBIND11_MODULE(_core, m) {
   py::class_<DLPackTensor>(m, "Tensor",
                            "A result NumPy has no dtype for (bfloat16): hand it to a DLPack "
                            "consumer, e.g. torch.from_dlpack(t).")
-      .def_property_readonly("shape",
-                             [](const DLPackTensor& t) {
-                               return py::tuple(py::cast(t.tensor.shape()));
-                             })
       .def_property_readonly(
-          "dtype", [](const DLPackTensor& t) { return std::string(vm::dtype_long_name(t.tensor.dtype())); })
+          "shape", [](const DLPackTensor& t) { return py::tuple(py::cast(t.tensor.shape())); })
+      .def_property_readonly(
+          "dtype",
+          [](const DLPackTensor& t) { return std::string(vm::dtype_long_name(t.tensor.dtype())); })
       .def(
           "__dlpack__",
           [](const DLPackTensor& t, py::object stream) { return dlpack_capsule(t.tensor); },
@@ -246,14 +247,13 @@ PYBIND11_MODULE(_core, m) {
            "bind(feeds) -> BoundInputs\n\n"
            "Converts inputs once, as run() would, for runs that reuse them; also shows "
            "which inputs are read in place (BoundInputs.data_ptrs, .copies).")
-      .def(
-          "run", &Executable::run, py::arg("feeds"), py::arg("threads") = py::none(),
-          "run(feeds, threads=None) -> dict[str, numpy.ndarray]\n\n"
-          "Runs the model. `feeds` maps input names to arrays (NumPy arrays, objects with "
-          "__dlpack__ such as PyTorch tensors, numbers or lists), or lists them in the "
-          "model's input order. Contiguous, aligned arrays are read in place, not copied. "
-          "Returns the outputs by name, in the model's order, as NumPy arrays over dynvm's "
-          "own buffers. `threads`: how many threads the run may use (default: all).")
+      .def("run", &Executable::run, py::arg("feeds"), py::arg("threads") = py::none(),
+           "run(feeds, threads=None) -> dict[str, numpy.ndarray]\n\n"
+           "Runs the model. `feeds` maps input names to arrays (NumPy arrays, objects with "
+           "__dlpack__ such as PyTorch tensors, numbers or lists), or lists them in the "
+           "model's input order. Contiguous, aligned arrays are read in place, not copied. "
+           "Returns the outputs by name, in the model's order, as NumPy arrays over dynvm's "
+           "own buffers. `threads`: how many threads the run may use (default: all).")
       .def("benchmark", &Executable::benchmark, py::arg("feeds"), py::arg("repeat") = 20,
            py::arg("warmup") = 1, py::arg("threads") = py::none(),
            "benchmark(feeds, repeat=20, warmup=1, threads=None) -> LatencyStats\n\n"
@@ -263,17 +263,18 @@ PYBIND11_MODULE(_core, m) {
       .def(
           "save", [](const Executable& e, py::object path) { e.save(fspath(path)); },
           py::arg("path"),
-           "Writes the executable as a .vmexe file, which dynvm.load() and vmrun read.")
+          "Writes the executable as a .vmexe file, which dynvm.load() and vmrun read.")
       .def_property_readonly(
           "inputs", [](const Executable& e) { return e.exe().inputs; }, "list[TensorInfo]")
       .def_property_readonly(
           "outputs", [](const Executable& e) { return e.exe().outputs; }, "list[TensorInfo]")
       .def_property_readonly("output_names", &Executable::output_names)
-      .def_property_readonly("target", [](const Executable& e) { return e.exe().target; },
-                             "What the kernels were compiled for.")
-      .def_property_readonly("producer", [](const Executable& e) { return e.exe().producer; })
       .def_property_readonly(
-          "num_kernels", [](const Executable& e) { return e.exe().kernels.size(); })
+          "target", [](const Executable& e) { return e.exe().target; },
+          "What the kernels were compiled for.")
+      .def_property_readonly("producer", [](const Executable& e) { return e.exe().producer; })
+      .def_property_readonly("num_kernels",
+                             [](const Executable& e) { return e.exe().kernels.size(); })
       .def("__repr__", [](const Executable& e) {
         std::string s = "<dynvm.Executable inputs=[";
         for (size_t i = 0; i < e.exe().inputs.size(); ++i) {

@@ -49,8 +49,8 @@ py::object ResultConverter::convert(const vm::Value& value, const vm::TensorSpec
     case vm::ValueKind::kTensor:
       return tensor(value.as_tensor());
     case vm::ValueKind::kInt:
-      return tensor(vm::Tensor::from_vector(std::vector<int64_t>{value.as_int()}, {},
-                                            vm::DType::kInt64));
+      return tensor(
+          vm::Tensor::from_vector(std::vector<int64_t>{value.as_int()}, {}, vm::DType::kInt64));
     case vm::ValueKind::kShape: {
       const vm::Shape& s = value.as_shape();
       return tensor(

@@ -15,8 +15,7 @@
 
 namespace dynvm::vmc {
 
-CompileProgress::CompileProgress(bool enabled)
-    : enabled_(enabled && isatty(STDERR_FILENO) != 0) {}
+CompileProgress::CompileProgress(bool enabled) : enabled_(enabled && isatty(STDERR_FILENO) != 0) {}
 
 void CompileProgress::update(size_t done, size_t total, const std::string& what) {
   if (!enabled_) return;
@@ -74,9 +73,8 @@ vm::Executable compile_model(Options o, std::string_view model_bytes) {
   if (!o.cost_model.empty()) o.compile.lower.cost_model = read_cost_model(o.cost_model);
   // The first step, reported as the compiler reports its own.
   compiler::Module module =
-      model_bytes.empty()
-          ? frontends::onnx_import::import_onnx_file(o.model, o.import)
-          : frontends::onnx_import::import_onnx_bytes(model_bytes, name, o.import);
+      model_bytes.empty() ? frontends::onnx_import::import_onnx_file(o.model, o.import)
+                          : frontends::onnx_import::import_onnx_bytes(model_bytes, name, o.import);
   double import_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   compiler::report_step(
