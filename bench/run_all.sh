@@ -21,7 +21,7 @@ if [ -x "$BUILD/bench/elementwise_bench" ]; then
     --benchmark_report_aggregates_only=false >"$OUT/elementwise.json"
   /usr/bin/python3 "$HERE/elementwise_report.py" "$OUT/elementwise.json"
 fi
-if [ -x "$BUILD/tools/vmc" ]; then
-  echo "== dynamic vs static vs ONNX Runtime"
-  /usr/bin/python3 "$HERE/dynamic_vs_static.py" "$BUILD"
+if [ -x "$BUILD/tools/vmbench" ]; then
+  echo "== dynamic vs static vs ONNX Runtime (vmbench, through dynamic_vs_static.py)"
+  /usr/bin/python3 "$HERE/dynamic_vs_static.py" "$BUILD" --threads 1,2
 fi

@@ -18,6 +18,8 @@ PACKAGES=(
   libxgboost-dev xgboost nlohmann-json3-dev
   # vmserve: HTTP server (its tests drive it with curl)
   libcpp-httplib-dev curl
+  # vmbench's test renders the SVG it writes
+  librsvg2-bin
   # the Python module (python/): pybind11 and the interpreter's headers; its tests
   pybind11-dev python3-dev python3-pytest
   # ONNX frontend

@@ -97,6 +97,11 @@ PoolStats PooledAllocator::stats() const {
   return stats_;
 }
 
+void PooledAllocator::reset_peak() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.peak_bytes = stats_.live_bytes + stats_.cached_bytes;
+}
+
 namespace {
 
 size_t default_cache_bytes() {

@@ -57,6 +57,9 @@ class PooledAllocator final : public Allocator {
   void release_cached();
   void set_max_cached_bytes(size_t bytes);
   PoolStats stats() const;
+  // Starts peak_bytes again from what the pool holds now (live + cached): the peak of one
+  // phase of a program, such as the runs of one model at one size (vmbench).
+  void reset_peak();
 
   // The size class a request of `bytes` is rounded up to.
   static size_t size_class(size_t bytes);

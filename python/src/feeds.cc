@@ -74,18 +74,23 @@ class Binder {
     if (obj.is_none())
       fail("is None, and the model needs a value (", vm::tensor_spec_str(spec_), ")");
     if (py::isinstance<py::array>(obj)) return array(py::reinterpret_borrow<py::array>(obj));
-    if (py::hasattr(obj, "__dlpack__")) {
+    const bool has_dlpack = py::hasattr(obj, "__dlpack__");
+    if (has_dlpack) {
       if (std::optional<vm::Tensor> t = dlpack(obj)) return *t;
     }
-    // A number, a list, an object NumPy can read (a CPU tensor that does not borrow).
-    py::object dtype = py::none();
-    if (!py::hasattr(obj, "__array__") && !py::hasattr(obj, "__dlpack__") &&
-        spec_.dtype != vm::DType::kBFloat16) {
-      dtype = py::str(std::string(vm::dtype_long_name(spec_.dtype)));
-    }
+    // A tensor that cannot be borrowed (strided, say), read through NumPy; a number or a
+    // list, made an array of the input's dtype.
     py::object a;
     try {
-      a = numpy().attr("asarray")(obj, dtype);
+      if (has_dlpack) {
+        a = numpy().attr("from_dlpack")(obj);
+      } else {
+        py::object dtype = py::none();
+        if (!py::hasattr(obj, "__array__") && spec_.dtype != vm::DType::kBFloat16) {
+          dtype = py::str(std::string(vm::dtype_long_name(spec_.dtype)));
+        }
+        a = numpy().attr("asarray")(obj, dtype);
+      }
     } catch (py::error_already_set& e) {
       fail("cannot be made an array: ", e.what());
     }

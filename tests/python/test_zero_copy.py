@@ -120,6 +120,11 @@ def test_dlpack_producer_is_borrowed_and_kept_alive(add_one):
     del x
     gc.collect()  # the bound inputs hold the capsule, which holds the array
     np.testing.assert_array_equal(add_one.run(bound)["y"], [1, 2, 3, 4, 5])
+    # A strided producer is read through NumPy and copied once.
+    strided = np.arange(10, dtype=np.float32)[::2]
+    bound = add_one.bind({"x": DLPackOnly(strided)})
+    assert bound.copies == 1
+    np.testing.assert_array_equal(add_one.run(bound)["y"], strided + 1)
 
 
 def test_bfloat16_output_is_a_dlpack_tensor():

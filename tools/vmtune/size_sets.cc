@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 
+#include "tools/vmserve/shape_histogram.h"
 #include "vm/error.h"
 
 namespace dynvm::vmtune {
@@ -54,7 +55,7 @@ void check_dim(const vm::TensorSpec& in, size_t axis, int64_t value) {
 }  // namespace
 
 std::vector<SizeSet> parse_size_spec(const std::string& spec, const vm::Executable& exe,
-                                     const std::set<std::string>& valued) {
+                                     const std::set<std::string>& valued, bool check_dims) {
   std::vector<SizeSet> sets;
   for (const std::string& one : expand_braces(spec)) {
     SizeSet set(exe.inputs.size());
@@ -85,7 +86,7 @@ std::vector<SizeSet> parse_size_spec(const std::string& spec, const vm::Executab
         throw UsageError(str_cat("--sizes: input ", name, " has rank ", it->dims.size(), ", not ",
                                  shape.size()));
       }
-      for (size_t a = 0; a < shape.size(); ++a) check_dim(*it, a, shape[a]);
+      for (size_t a = 0; check_dims && a < shape.size(); ++a) check_dim(*it, a, shape[a]);
       set[index] = shape;
       given[index] = true;
     }
@@ -143,6 +144,26 @@ std::string describe(const SizeSet& s, const vm::Executable& exe) {
     for (size_t a = 0; a < s[i].size(); ++a) out += (a ? "x" : "") + std::to_string(s[i][a]);
   }
   return out;
+}
+
+void traffic_size_sets(const std::string& spec, const vm::Executable& exe,
+                       const std::set<std::string>& valued, std::vector<SizeSet>& sets,
+                       std::vector<double>& weights) {
+  std::vector<std::string> names;
+  for (const vm::TensorSpec& t : exe.inputs) names.push_back(t.name);
+  const serve::ModelShapes traffic = serve::traffic_for(spec, names);
+  size_t added = 0;
+  for (const serve::ShapeCount& c : traffic.shapes) {
+    if (added++ >= kMaxTrafficSizes) break;
+    SizeSet set;
+    for (const vm::TensorSpec& t : exe.inputs) {
+      auto it = std::find_if(c.inputs.begin(), c.inputs.end(),
+                             [&](const auto& in) { return in.first == t.name; });
+      set.push_back(valued.count(t.name) != 0 ? vm::Shape{} : it->second);
+    }
+    sets.push_back(std::move(set));
+    weights.push_back(static_cast<double>(c.count));
+  }
 }
 
 }  // namespace dynvm::vmtune

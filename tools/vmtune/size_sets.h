@@ -1,5 +1,6 @@
-// The input sizes vmtune runs a model at to find where its kernels spend their time:
-// from --sizes specs, or sampled from the signature's symbolic dims.
+// The input sizes vmtune runs a model at to find where its kernels spend their time, and
+// vmbench measures it at: from --sizes specs, from served traffic, or sampled from the
+// signature's symbolic dims.
 #pragma once
 
 #include <set>
@@ -17,9 +18,11 @@ using SizeSet = std::vector<vm::Shape>;
 // sets): one SizeSet per combination. Inputs not named take their static shape, inputs in
 // `valued` (given a value with --input) an empty one; a missing symbolic one, a rank or
 // constant dim that does not match, or a value outside the dim's range is a UsageError
-// naming it.
+// naming it; without `check_dims` only the rank is checked (vmbench measures such a size
+// with the builds that can take it and names the error of the others).
 std::vector<SizeSet> parse_size_spec(const std::string& spec, const vm::Executable& exe,
-                                     const std::set<std::string>& valued = {});
+                                     const std::set<std::string>& valued = {},
+                                     bool check_dims = true);
 
 // Without --sizes: three sets, every symbolic dim at the low end of its range, in the middle
 // and higher up (geometrically), capped at 8 for leading (batch-like) dims and 256 for the
@@ -27,6 +30,14 @@ std::vector<SizeSet> parse_size_spec(const std::string& spec, const vm::Executab
 // `valued` get an empty shape.
 std::vector<SizeSet> sample_size_sets(const vm::Executable& exe,
                                       const std::set<std::string>& valued = {});
+
+// The sizes of served traffic (the shapes file vmserve writes, FILE[:MODEL]), the most
+// frequent first, at most kMaxTrafficSizes of them, appended to `sets` with their request
+// counts appended to `weights`. Inputs in `valued` get an empty shape. Throws UserError.
+inline constexpr size_t kMaxTrafficSizes = 8;
+void traffic_size_sets(const std::string& spec, const vm::Executable& exe,
+                       const std::set<std::string>& valued, std::vector<SizeSet>& sets,
+                       std::vector<double>& weights);
 
 // "x=1x3x48x320 y=..." for messages.
 std::string describe(const SizeSet& s, const vm::Executable& exe);

@@ -20,10 +20,10 @@
 #include "kernels/tune/ranges.h"
 #include "kernels/tune/shipped_model.h"
 #include "kernels/tune/training_rows.h"
+#include "tools/progress_line.h"
 #include "tools/tool_main.h"
 #include "tools/vmc/specialize_from.h"
 #include "tools/vmrun/input_binding.h"
-#include "tools/vmserve/shape_histogram.h"
 #include "tools/vmtune/size_sets.h"
 #include "tools/vmtune/vmtune_options.h"
 #include "vm/executor.h"
@@ -101,28 +101,6 @@ void scale_times(vm::Profile& p, double factor) {
     for (auto& [shapes, t] : k.by_shape) t.total_ns = scaled(t.total_ns);
   }
   p.run_ns = scaled(p.run_ns);
-}
-
-// The sizes of served traffic (vmserve's shapes file), the most frequent first, with their
-// request counts as weights.
-void sizes_from_traffic(const std::string& spec, const vm::Executable& exe,
-                        const std::set<std::string>& valued, std::vector<SizeSet>& sets,
-                        std::vector<double>& weights) {
-  constexpr size_t kMaxTrafficSizes = 8;
-  std::vector<std::string> names;
-  for (const vm::TensorSpec& t : exe.inputs) names.push_back(t.name);
-  const serve::ModelShapes traffic = serve::traffic_for(spec, names);
-  for (const serve::ShapeCount& c : traffic.shapes) {
-    if (sets.size() >= kMaxTrafficSizes) break;
-    SizeSet set;
-    for (const vm::TensorSpec& t : exe.inputs) {
-      auto it = std::find_if(c.inputs.begin(), c.inputs.end(),
-                             [&](const auto& in) { return in.first == t.name; });
-      set.push_back(valued.count(t.name) != 0 ? vm::Shape{} : it->second);
-    }
-    sets.push_back(std::move(set));
-    weights.push_back(static_cast<double>(c.count));
-  }
 }
 
 // Runs the model at every size set with the profiler on: where its kernels spend time.
@@ -207,22 +185,6 @@ void print_size_regret(const std::vector<tune::Workload>& ws,
   }
 }
 
-class ProgressLine {
- public:
-  explicit ProgressLine(bool enabled) : enabled_(enabled && isatty(STDERR_FILENO) != 0) {}
-  void show(const std::string& line) {
-    if (!enabled_) return;
-    std::fprintf(stderr, "\r%-110.110s", line.c_str());
-    std::fflush(stderr);
-  }
-  void clear() {
-    if (enabled_) std::fprintf(stderr, "\r%-110s\r", "");
-  }
-
- private:
-  bool enabled_;
-};
-
 // vmtune --fit-model: a cost model trained on the rows of earlier runs.
 int fit_model(const Options& o) {
   const auto start = Clock::now();
@@ -293,7 +255,7 @@ int run(int argc, const char* const* argv) {
     for (SizeSet& s : parse_size_spec(spec, exe, valued_names)) sets.push_back(std::move(s));
   }
   std::vector<double> weights(sets.size(), 1.0);
-  if (!o.sizes_from.empty()) sizes_from_traffic(o.sizes_from, exe, valued_names, sets, weights);
+  if (!o.sizes_from.empty()) traffic_size_sets(o.sizes_from, exe, valued_names, sets, weights);
   if (sets.empty()) sets = sample_size_sets(exe, valued_names);
   weights.resize(sets.size(), 1.0);
   if (chatty) {
@@ -324,7 +286,7 @@ int run(int argc, const char* const* argv) {
   std::vector<tune::TuningRecord> previous = tune::read_records(o.output);
   auto previous_ranges = tune::range_records(previous, o.tune.measure.target.description());
   tune::Tuner tuner(o.tune, previous);
-  ProgressLine line(chatty);
+  tools::ProgressLine line(chatty);
   const auto tuning_start = Clock::now();
   int trials_done = 0;
   const int trials_total = o.tune.trials * static_cast<int>(chosen.size());
