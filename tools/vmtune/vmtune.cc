@@ -22,7 +22,7 @@
 #include "kernels/tune/training_rows.h"
 #include "tools/progress_line.h"
 #include "tools/tool_main.h"
-#include "tools/vmc/specialize_from.h"
+#include "tools/vmc/compile_model.h"
 #include "tools/vmrun/input_binding.h"
 #include "tools/vmtune/size_sets.h"
 #include "tools/vmtune/vmtune_options.h"
@@ -232,13 +232,10 @@ int run(int argc, const char* const* argv) {
 
   std::vector<compiler::KernelRequest> requests;
   o.compile.compile.kernel_requests = &requests;
-  compiler::Module module =
-      frontends::onnx_import::import_onnx_file(o.compile.model, o.compile.import);
-  if (!o.compile.specialize_from.empty()) {
-    vmc::specialize_from(o.compile.specialize_from, module, o.compile.compile.lower);
-  }
   if (chatty) std::cerr << "vmtune: compiling " << o.compile.model << "\n";
-  vm::Executable exe = compiler::compile(std::move(module), o.compile.compile);
+  vmc::Options compile = o.compile;
+  compile.quiet = !chatty;
+  vm::Executable exe = vmc::compile_model(std::move(compile));
 
   std::map<std::string, vm::Tensor> valued;
   std::set<std::string> valued_names;
