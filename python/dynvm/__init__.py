@@ -97,6 +97,8 @@ def compile(model, dims=None, static=None, specialize=None, specialize_from=None
     """
     if hasattr(model, "SerializeToString"):  # an onnx.ModelProto
         model = model.SerializeToString()
+    elif isinstance(model, (bytearray, memoryview)):
+        model = bytes(model)
     args = _vmc_args(dims, static, specialize, specialize_from, tuning_log, cost_model,
                      rank_schedules, fuse, plan_memory)
     return _compile(model, args, bool(progress))

@@ -140,7 +140,7 @@ std::unique_ptr<Executable> compile(py::object model, const std::vector<std::str
                                     bool progress) {
   std::string path;
   std::string bytes;
-  if (py::isinstance<py::bytes>(model) || py::isinstance<py::bytearray>(model)) {
+  if (py::isinstance<py::bytes>(model)) {
     bytes = py::bytes(model);
     if (bytes.empty()) user_error("the model's bytes are empty");
     path = "model.onnx";

@@ -27,7 +27,8 @@ def test_signature_shows_symbolic_dims_and_their_ranges():
 
 def test_model_as_path_pathlike_bytes_or_modelproto_compiles_the_same():
     x = {"x": np.arange(3, dtype=np.float32)}
-    for model in (tiny_models.add_one(), tiny_models.onnx_model(tiny_models.add_one)):
+    for model in (tiny_models.add_one(), tiny_models.onnx_model(tiny_models.add_one),
+                  bytearray(tiny_models.add_one()), memoryview(tiny_models.add_one())):
         np.testing.assert_array_equal(dynvm.compile(model, progress=False).run(x)["y"],
                                       [1, 2, 3])
     path = CORPUS_DIR / "cnn_text_classifier" / "model.onnx"
