@@ -17,22 +17,25 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# name -> (model path, vmc flags, [(--sizes spec, {input: fixed int64 value})]). Inputs that
-# take a value (Silero's sample rate) are one vmbench run per value.
+# name -> (model path, vmc flags, [([--sizes specs], {input: fixed int64 value})]). Inputs
+# that take a value (Silero's sample rate) are one vmbench run per value.
 MODELS = {
     "demo": ("examples/demo/demo.onnx", ["--dim", "seq=1..4096"],
-             [("x={1,64,512,4096}x16", {})]),
+             [(["x={1,64,512,4096}x16"], {})]),
     "ppocrv4_rec": (".models/ppocrv4_rec.onnx",
                     ["--dim", "p2o.DynamicDimension.0=1..8",
                      "--dim", "p2o.DynamicDimension.1=8..2048"],
-                    [("x=1x3x48x{100,320,960}", {}), ("x=4x3x48x320", {})]),
+                    [(["x=1x3x48x{100,320,960}", "x=4x3x48x320"], {})]),
+    # The detector, compiled with no flags (N, H, W symbolic).
+    "ppocrv4_det": (".models/ppocrv4_det.onnx", [],
+                    [(["x=1x3x96x160", "x=1x3x320x320", "x=1x3x480x640"], {})]),
     # ONE executable for both rates: the chunk length is versioned (256 at 8 kHz, 512 at
     # 16 kHz; compiler/passes/README.md), batch symbolic. Static: one per size, as always.
     "silero_vad": (".models/silero_vad_v5.onnx",
                    ["--dim", "input_0=1..16", "--dim", "input_1=256,512", "--dim",
                     "state_1=input_0"],
-                   [("input={1,4}x512;state=2x{1,4}x128", {"sr": 16000}),
-                    ("input={1,4}x256;state=2x{1,4}x128", {"sr": 8000})]),
+                   [(["input={1,4}x512;state=2x{1,4}x128"], {"sr": 16000}),
+                    (["input={1,4}x256;state=2x{1,4}x128"], {"sr": 8000})]),
 }
 
 
@@ -61,8 +64,8 @@ def main():
     for key in a.models.split(","):
         path, flags, groups = MODELS[key]
         for k, (sizes, fixed) in enumerate(groups):
-            cmd = [f"{a.build}/tools/vmbench", os.path.join(ROOT, path), *flags, "--sizes", sizes,
-                   "--threads", a.threads, "--rounds", str(a.rounds), "--repeat", str(a.repeat),
+            cmd = [f"{a.build}/tools/vmbench", os.path.join(ROOT, path), *flags,
+                   *[x for spec in sizes for x in ("--sizes", spec)], "--threads", a.threads, "--rounds", str(a.rounds), "--repeat", str(a.repeat),
                    "--ort", "-q"]
             for name, value in fixed.items():
                 cmd += ["--input", f"{name}={scalar_file(tmp, value)}"]
