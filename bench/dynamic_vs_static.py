@@ -34,8 +34,8 @@ MODELS = {
     "silero_vad": (".models/silero_vad_v5.onnx",
                    ["--dim", "input_0=1..16", "--dim", "input_1=256,512", "--dim",
                     "state_1=input_0"],
-                   [(["input={1,4}x512;state=2x{1,4}x128"], {"sr": 16000}),
-                    (["input={1,4}x256;state=2x{1,4}x128"], {"sr": 8000})]),
+                   [([f"input={b}x512;state=2x{b}x128" for b in (1, 4)], {"sr": 16000}),
+                    ([f"input={b}x256;state=2x{b}x128" for b in (1, 4)], {"sr": 8000})]),
 }
 
 

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <set>
 
 #include "serializer/vmexe.h"
@@ -170,7 +171,9 @@ BenchReport run_bench(const Options& o, const std::string& argv0) {
   }
   const std::vector<vmtune::SizeSet> sets = choose_sizes(o, exe, valued_names, report.weights);
   report.weighted = !o.sizes_from.empty();
-  for (const vmtune::SizeSet& s : sets) report.sizes.push_back(vmtune::describe(s, exe));
+  for (const vmtune::SizeSet& s : sets) {
+    report.sizes.push_back(vmtune::describe(s, exe, valued_names));
+  }
 
   // Each size's inputs, shared by every engine (ONNX Runtime reads them from .npy files).
   TempDir tmp;
@@ -193,11 +196,13 @@ BenchReport run_bench(const Options& o, const std::string& argv0) {
   }
 
   std::vector<Build> statics;
+  std::ostream quiet_log(nullptr);
   for (size_t k = 0; k < sets.size(); ++k) {
     progress.show(str_cat("vmbench: compiling static build ", k + 1, "/", sets.size(), " (",
                           report.sizes[k], ")"));
-    statics.push_back(
-        compile_build(static_options(o.compile, exe, sets[k], valued), report.sizes[k]));
+    vmc::Options options = static_options(o.compile, exe, sets[k], valued);
+    options.compile.log = &quiet_log;  // the dynamic build has shown the model's warnings
+    statics.push_back(compile_build(options, report.sizes[k]));
     report.statics.push_back(statics.back().info);
   }
 

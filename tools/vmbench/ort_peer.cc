@@ -58,6 +58,19 @@ std::string last_line(const std::string& text) {
   return last;
 }
 
+// What went wrong, from node's stderr: the last line that is not a stack frame
+// ("    at ...") or the code excerpt under a thrown error.
+std::string error_line(const std::string& text) {
+  std::string line, last;
+  std::istringstream in(text);
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == ' ' || line[0] == '\t' || line[0] == '^') continue;
+    if (line.rfind("Node.js v", 0) == 0) continue;
+    last = line;
+  }
+  return last.empty() ? last_line(text) : last;
+}
+
 }  // namespace
 
 OrtResult run_ort(const std::string& ort_run, const std::string& model,
@@ -101,7 +114,7 @@ OrtResult run_ort(const std::string& ort_run, const std::string& model,
     }
     const std::string text = read_all(out);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      const std::string why = last_line(read_all(err));
+      const std::string why = error_line(read_all(err));
       r.error = why.empty() ? str_cat("ort_run.mjs failed (status ", status, ")") : why;
     } else {
       try {

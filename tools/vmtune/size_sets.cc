@@ -137,10 +137,13 @@ std::vector<SizeSet> sample_size_sets(const vm::Executable& exe,
   return sets;
 }
 
-std::string describe(const SizeSet& s, const vm::Executable& exe) {
+std::string describe(const SizeSet& s, const vm::Executable& exe,
+                     const std::set<std::string>& skip) {
   std::string out;
   for (size_t i = 0; i < s.size() && i < exe.inputs.size(); ++i) {
+    if (skip.count(exe.inputs[i].name) != 0) continue;
     out += (out.empty() ? "" : " ") + exe.inputs[i].name + "=";
+    if (s[i].empty()) out += "scalar";
     for (size_t a = 0; a < s[i].size(); ++a) out += (a ? "x" : "") + std::to_string(s[i][a]);
   }
   return out;

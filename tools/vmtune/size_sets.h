@@ -39,7 +39,9 @@ void traffic_size_sets(const std::string& spec, const vm::Executable& exe,
                        const std::set<std::string>& valued, std::vector<SizeSet>& sets,
                        std::vector<double>& weights);
 
-// "x=1x3x48x320 y=..." for messages.
-std::string describe(const SizeSet& s, const vm::Executable& exe);
+// "x=1x3x48x320 y=scalar ..." for messages, leaving out the inputs in `skip` (the ones
+// given a value).
+std::string describe(const SizeSet& s, const vm::Executable& exe,
+                     const std::set<std::string>& skip = {});
 
 }  // namespace dynvm::vmtune

@@ -258,7 +258,7 @@ int run(int argc, const char* const* argv) {
   if (chatty) {
     std::cerr << "vmtune: profiling at";
     for (size_t k = 0; k < sets.size(); ++k) {
-      std::cerr << " [" << describe(sets[k], exe);
+      std::cerr << " [" << describe(sets[k], exe, valued_names);
       if (!o.sizes_from.empty()) std::cerr << " x" << weights[k];
       std::cerr << "]";
     }
