@@ -1,24 +1,13 @@
 #include "tools/vmbench/vmbench_options.h"
 
-#include <charconv>
 #include <sstream>
 
+#include "tools/cli_args.h"
 #include "vm/error.h"
 
 namespace dynvm::vmbench {
-namespace {
 
-template <typename T>
-T parse_number(const std::string& s, const std::string& flag, T lo, T hi) {
-  T v{};
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < lo || v > hi) {
-    throw UsageError(str_cat(flag, ": '", s, "' is not a number in ", lo, "..", hi));
-  }
-  return v;
-}
-
-}  // namespace
+using tools::parse_number;
 
 std::string usage_text() {
   return R"(usage: vmbench MODEL.onnx [--sizes SPEC]... [options] [vmc options]
@@ -74,12 +63,8 @@ Options parse_options(int argc, const char* const* argv) {
     } else if (a == "--sizes-from") {
       o.sizes_from = value(i, a);
     } else if (a == "--input") {
-      const std::string v = value(i, a);
-      const size_t eq = v.find('=');
-      if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) {
-        throw UsageError("--input expects NAME=FILE.npy, got '" + v + "'");
-      }
-      o.inputs[v.substr(0, eq)] = v.substr(eq + 1);
+      auto [name, file] = tools::parse_input_file(value(i, a));
+      o.inputs[name] = file;
     } else if (a == "--threads") {
       o.threads.clear();
       std::stringstream ss(value(i, a));

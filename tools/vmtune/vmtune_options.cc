@@ -1,23 +1,11 @@
 #include "tools/vmtune/vmtune_options.h"
 
-#include <charconv>
-
+#include "tools/cli_args.h"
 #include "vm/error.h"
 
 namespace dynvm::vmtune {
-namespace {
 
-template <typename T>
-T parse_number(const std::string& s, const std::string& flag, T lo, T hi) {
-  T v{};
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < lo || v > hi) {
-    throw UsageError(str_cat(flag, ": '", s, "' is not a number in ", lo, "..", hi));
-  }
-  return v;
-}
-
-}  // namespace
+using tools::parse_number;
 
 std::string usage_text() {
   return R"(usage: vmtune MODEL.onnx [-o RECORDS.jsonl] [options] [vmc options]
@@ -95,12 +83,8 @@ Options parse_options(int argc, const char* const* argv) {
     } else if (a == "--sizes-from") {
       o.sizes_from = value(i, a);
     } else if (a == "--input") {
-      const std::string v = value(i, a);
-      const size_t eq = v.find('=');
-      if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) {
-        throw UsageError("--input expects NAME=FILE.npy, got '" + v + "'");
-      }
-      o.inputs[v.substr(0, eq)] = v.substr(eq + 1);
+      auto [name, file] = tools::parse_input_file(value(i, a));
+      o.inputs[name] = file;
     } else if (a == "--trials") {
       o.tune.trials = parse_number<int>(value(i, a), a, 1, 1000000);
     } else if (a == "--batch") {
