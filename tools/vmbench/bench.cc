@@ -6,7 +6,6 @@
 #include <memory>
 #include <optional>
 #include <ostream>
-#include <set>
 
 #include "serializer/vmexe.h"
 #include "tools/progress_line.h"
@@ -101,22 +100,6 @@ void keep_best(EngineResult& best, const EngineResult& round) {
   if (!best.measured || round.latency.median_ms < best.latency.median_ms) best = round;
 }
 
-std::vector<vmtune::SizeSet> choose_sizes(const Options& o, const vm::Executable& exe,
-                                          const std::set<std::string>& valued,
-                                          std::vector<double>& weights) {
-  std::vector<vmtune::SizeSet> sets;
-  for (const std::string& spec : o.sizes) {
-    for (vmtune::SizeSet& s : vmtune::parse_size_spec(spec, exe, valued, /*check_dims=*/false)) {
-      sets.push_back(std::move(s));
-    }
-  }
-  weights.assign(sets.size(), 1.0);
-  if (!o.sizes_from.empty()) vmtune::traffic_size_sets(o.sizes_from, exe, valued, sets, weights);
-  if (sets.empty()) sets = vmtune::sample_size_sets(exe, valued);
-  weights.resize(sets.size(), 1.0);
-  return sets;
-}
-
 class TempDir {
  public:
   TempDir() {
@@ -160,19 +143,15 @@ BenchReport run_bench(const Options& o, const std::string& argv0) {
     }
   }
 
-  std::map<std::string, vm::Tensor> valued;
-  std::set<std::string> valued_names;
-  for (const auto& [name, path] : o.inputs) {
-    if (dynamic.program->input_index(name) < 0) {
-      throw UsageError("--input: the model has no input " + name);
-    }
-    valued[name] = vm::read_npy(path);
-    valued_names.insert(name);
-  }
-  const std::vector<vmtune::SizeSet> sets = choose_sizes(o, exe, valued_names, report.weights);
+  // A size outside a dim's range is not a usage error: the static build may still take it.
+  const vmtune::ChosenSizes chosen =
+      vmtune::choose_sizes(o.sizes, o.sizes_from, o.inputs, exe, /*check_dims=*/false);
+  const std::vector<vmtune::SizeSet>& sets = chosen.sets;
+  const std::map<std::string, vm::Tensor>& valued = chosen.valued;
+  report.weights = chosen.weights;
   report.weighted = !o.sizes_from.empty();
   for (const vmtune::SizeSet& s : sets) {
-    report.sizes.push_back(vmtune::describe(s, exe, valued_names));
+    report.sizes.push_back(vmtune::describe(s, exe, chosen.valued_names));
   }
 
   // Each size's inputs, shared by every engine (ONNX Runtime reads them from .npy files).
@@ -242,7 +221,8 @@ BenchReport run_bench(const Options& o, const std::string& argv0) {
           keep_best(z.stat, measure(*static_executors[k], inputs[k], o.repeat));
         }
         if (!ort_run.empty() && z.ort.error.empty()) {
-          OrtResult ort = run_ort(ort_run, o.compile.model, input_files[k], threads, o.repeat);
+          OrtResult ort =
+              run_ort(ort_run, o.compile.model, input_files[k], threads, o.repeat, tmp.path());
           EngineResult e;
           e.measured = ort.latency.has_value();
           if (ort.latency) e.latency = *ort.latency;

@@ -74,7 +74,8 @@ std::string error_line(const std::string& text) {
 }  // namespace
 
 OrtResult run_ort(const std::string& ort_run, const std::string& model,
-                  const std::map<std::string, std::string>& inputs, int threads, int repeat) {
+                  const std::map<std::string, std::string>& inputs, int threads, int repeat,
+                  const std::filesystem::path& work_dir) {
   std::vector<std::string> argv{"node",
                                 ort_run,
                                 model,
@@ -88,11 +89,7 @@ OrtResult run_ort(const std::string& ort_run, const std::string& model,
     argv.push_back("--input");
     argv.push_back(name + "=" + path);
   }
-  char tmpl[] = "/tmp/vmbench_ort_XXXXXX";
-  if (mkdtemp(tmpl) == nullptr)
-    user_error("cannot make a temporary folder: ", std::strerror(errno));
-  const fs::path dir(tmpl);
-  const fs::path out = dir / "stdout", err = dir / "stderr";
+  const fs::path out = work_dir / "ort_stdout", err = work_dir / "ort_stderr";
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(),
@@ -131,8 +128,6 @@ OrtResult run_ort(const std::string& ort_run, const std::string& model,
       }
     }
   }
-  std::error_code ec;
-  fs::remove_all(dir, ec);
   return r;
 }
 

@@ -3,6 +3,7 @@
 // input files, one size and thread count per call.
 #pragma once
 
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -21,8 +22,9 @@ struct OrtResult {
   std::string error;                        // one line when it failed
 };
 
-// `inputs`: input name -> .npy file.
+// `inputs`: input name -> .npy file; node's output goes to files in `work_dir`.
 OrtResult run_ort(const std::string& ort_run, const std::string& model,
-                  const std::map<std::string, std::string>& inputs, int threads, int repeat);
+                  const std::map<std::string, std::string>& inputs, int threads, int repeat,
+                  const std::filesystem::path& work_dir);
 
 }  // namespace dynvm::vmbench

@@ -7,6 +7,7 @@
 
 #include "tools/vmserve/shape_histogram.h"
 #include "vm/error.h"
+#include "vm/npy.h"
 
 namespace dynvm::vmtune {
 namespace {
@@ -167,6 +168,30 @@ void traffic_size_sets(const std::string& spec, const vm::Executable& exe,
     sets.push_back(std::move(set));
     weights.push_back(static_cast<double>(c.count));
   }
+}
+
+ChosenSizes choose_sizes(const std::vector<std::string>& specs, const std::string& sizes_from,
+                         const std::map<std::string, std::string>& inputs,
+                         const vm::Executable& exe, bool check_dims) {
+  ChosenSizes c;
+  for (const auto& [name, path] : inputs) {
+    if (std::none_of(exe.inputs.begin(), exe.inputs.end(),
+                     [&](const vm::TensorSpec& t) { return t.name == name; })) {
+      throw UsageError("--input: the model has no input " + name);
+    }
+    c.valued[name] = vm::read_npy(path);
+    c.valued_names.insert(name);
+  }
+  for (const std::string& spec : specs) {
+    for (SizeSet& s : parse_size_spec(spec, exe, c.valued_names, check_dims)) {
+      c.sets.push_back(std::move(s));
+    }
+  }
+  c.weights.assign(c.sets.size(), 1.0);
+  if (!sizes_from.empty()) traffic_size_sets(sizes_from, exe, c.valued_names, c.sets, c.weights);
+  if (c.sets.empty()) c.sets = sample_size_sets(exe, c.valued_names);
+  c.weights.resize(c.sets.size(), 1.0);
+  return c;
 }
 
 }  // namespace dynvm::vmtune

@@ -3,6 +3,7 @@
 // signature's symbolic dims.
 #pragma once
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -38,6 +39,21 @@ inline constexpr size_t kMaxTrafficSizes = 8;
 void traffic_size_sets(const std::string& spec, const vm::Executable& exe,
                        const std::set<std::string>& valued, std::vector<SizeSet>& sets,
                        std::vector<double>& weights);
+
+// What vmtune and vmbench run a model at, from their shared flags: --sizes specs, then the
+// sizes of a shapes file (--sizes-from, weighted by request counts), else sampled sizes;
+// --input NAME=FILE.npy gives an input one value for every size.
+struct ChosenSizes {
+  std::vector<SizeSet> sets;
+  std::vector<double> weights;               // parallel to sets; 1 unless from traffic
+  std::map<std::string, vm::Tensor> valued;  // --input values, by input name
+  std::set<std::string> valued_names;
+};
+// `check_dims` as for parse_size_spec. Throws UsageError for an --input the model does not
+// have, UserError for a file it cannot read.
+ChosenSizes choose_sizes(const std::vector<std::string>& specs, const std::string& sizes_from,
+                         const std::map<std::string, std::string>& inputs,
+                         const vm::Executable& exe, bool check_dims);
 
 // "x=1x3x48x320 y=scalar ..." for messages, leaving out the inputs in `skip` (the ones
 // given a value).

@@ -237,35 +237,20 @@ int run(int argc, const char* const* argv) {
   compile.quiet = !chatty;
   vm::Executable exe = vmc::compile_model(std::move(compile));
 
-  std::map<std::string, vm::Tensor> valued;
-  std::set<std::string> valued_names;
-  for (const auto& [name, path] : o.inputs) {
-    if (std::none_of(exe.inputs.begin(), exe.inputs.end(),
-                     [&](const vm::TensorSpec& t) { return t.name == name; })) {
-      throw UsageError("--input: the model has no input " + name);
-    }
-    valued[name] = vm::read_npy(path);
-    valued_names.insert(name);
-  }
-  std::vector<SizeSet> sets;
-  for (const std::string& spec : o.sizes) {
-    for (SizeSet& s : parse_size_spec(spec, exe, valued_names)) sets.push_back(std::move(s));
-  }
-  std::vector<double> weights(sets.size(), 1.0);
-  if (!o.sizes_from.empty()) traffic_size_sets(o.sizes_from, exe, valued_names, sets, weights);
-  if (sets.empty()) sets = sample_size_sets(exe, valued_names);
-  weights.resize(sets.size(), 1.0);
+  const ChosenSizes sizes = choose_sizes(o.sizes, o.sizes_from, o.inputs, exe, /*check_dims=*/true);
+  const std::vector<SizeSet>& sets = sizes.sets;
+  const std::vector<double>& weights = sizes.weights;
   if (chatty) {
     std::cerr << "vmtune: profiling at";
     for (size_t k = 0; k < sets.size(); ++k) {
-      std::cerr << " [" << describe(sets[k], exe, valued_names);
+      std::cerr << " [" << describe(sets[k], exe, sizes.valued_names);
       if (!o.sizes_from.empty()) std::cerr << " x" << weights[k];
       std::cerr << "]";
     }
     std::cerr << "\n";
   }
   std::vector<tune::Workload> all =
-      workloads_of(requests, profile_model(exe, sets, weights, valued, o), o);
+      workloads_of(requests, profile_model(exe, sets, weights, sizes.valued, o), o);
   std::vector<tune::Workload> chosen;
   for (tune::Workload& w : all) {
     if (w.share < o.min_share) continue;
