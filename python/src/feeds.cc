@@ -111,10 +111,8 @@ class Binder {
     }
     const size_t element = vm::dtype_size(*dtype);
     if ((a.flags() & py::array::c_style) == 0 || !aligned(a.data(), element)) {
-      a = py::reinterpret_borrow<py::array>(numpy().attr("ascontiguousarray")(a));
-      if (!aligned(a.data(), element)) {  // NumPy aligns what it allocates; never expected
-        a = py::reinterpret_borrow<py::array>(a.attr("copy")());
-      }
+      // A copy in C order, in memory NumPy allocates (aligned for every dtype).
+      a = py::reinterpret_borrow<py::array>(a.attr("copy")());
       copied = true;
     }
     if (copied) ++b_.copies;
