@@ -208,7 +208,8 @@ void decode_kernels(std::span<const uint8_t> body, uint16_t minor, vm::Executabl
         p.arg = r.u32("condition argument");
         p.axis = r.u32("condition axis");
         uint8_t kind = r.u8("condition kind");
-        if (kind >= vm::kNumDimPredicateKinds) {
+        if (kind >= vm::kNumDimPredicateKinds ||
+            (minor < 5 && kind == static_cast<uint8_t>(vm::DimPredicateKind::kDimEq))) {
           r.fail("kernel ", k, ": unknown condition kind ", int{kind});
         }
         p.kind = static_cast<vm::DimPredicateKind>(kind);

@@ -19,8 +19,9 @@ namespace dynvm::serializer {
 // A newer major is refused; an older minor of the same major loads, and so does a newer
 // minor (its unknown sections and trailing fields are skipped).
 inline constexpr uint16_t kFormatMajor = 1;
-// 1.3: sequence and optional signatures; 1.4: each kernel's schedule note (tuned knobs)
-inline constexpr uint16_t kFormatMinor = 4;
+// 1.3: sequence and optional signatures; 1.4: each kernel's schedule note (tuned knobs);
+// 1.5: the dispatch condition "a dim equals another argument's dim" (kind 3)
+inline constexpr uint16_t kFormatMinor = 5;
 
 struct WriteOptions {
   // Tests write older minors to check that they still load; must be <= kFormatMinor.

@@ -87,6 +87,9 @@ void write_kernels(ByteWriter& w, const vm::Executable& exe, uint16_t minor) {
       w.string(v.symbol);
       w.u64(v.conditions.size());
       for (const vm::DimPredicate& p : v.conditions) {
+        DYNVM_INTERNAL_CHECK(minor >= 5 || p.kind != vm::DimPredicateKind::kDimEq, "format 1.",
+                             minor, " has no condition between two arguments' dims (kernel ",
+                             k.name, ")");
         w.u32(p.arg);
         w.u32(p.axis);
         w.u8(static_cast<uint8_t>(p.kind));

@@ -64,8 +64,9 @@ enum class DimPredicateKind : uint8_t {
   kEq = 0,     // dim == a
   kModEq = 1,  // dim % a == b   (a > 0)
   kRange = 2,  // a <= dim <= b
+  kDimEq = 3,  // dim == dim b of argument a (format 1.5)
 };
-inline constexpr int kNumDimPredicateKinds = 3;
+inline constexpr int kNumDimPredicateKinds = 4;
 
 struct DimPredicate {
   uint32_t arg = 0;  // index into the kernel's arguments (inputs, then outputs)

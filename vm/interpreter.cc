@@ -479,6 +479,9 @@ int64_t VirtualMachine::select_variant(size_t kernel, const DLTensor* args) {
         case DimPredicateKind::kRange:
           ok = d >= c.a && d <= c.b;
           break;
+        case DimPredicateKind::kDimEq:
+          ok = d >= 0 && d == dim_of(static_cast<uint32_t>(c.a), static_cast<uint32_t>(c.b));
+          break;
       }
       if (!ok) break;
     }

@@ -34,9 +34,14 @@ std::shared_ptr<const Program> Program::load(Executable exe) {
     for (const KernelVariant& v : kernel.variants) {
       r.variants.push_back(p->libraries_[kernel.library]->kernel(v.symbol));
       for (const DimPredicate& c : v.conditions) {
-        std::pair<uint32_t, uint32_t> key{c.arg, c.axis};
-        if (std::find(r.key_dims.begin(), r.key_dims.end(), key) == r.key_dims.end()) {
-          r.key_dims.push_back(key);
+        auto add_key = [&r](std::pair<uint32_t, uint32_t> key) {
+          if (std::find(r.key_dims.begin(), r.key_dims.end(), key) == r.key_dims.end()) {
+            r.key_dims.push_back(key);
+          }
+        };
+        add_key({c.arg, c.axis});
+        if (c.kind == DimPredicateKind::kDimEq) {
+          add_key({static_cast<uint32_t>(c.a), static_cast<uint32_t>(c.b)});
         }
       }
     }

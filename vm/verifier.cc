@@ -46,6 +46,11 @@ class Verifier {
         if (p.kind == DimPredicateKind::kModEq && p.a <= 0) {
           fail(where, "modulo condition with divisor ", p.a);
         }
+        if (p.kind == DimPredicateKind::kDimEq &&
+            (p.a < 0 || static_cast<uint64_t>(p.a) >= arity || p.b < 0 || p.b > UINT32_MAX)) {
+          fail(where, "condition compares with argument ", p.a, " dim ", p.b, " of ", arity,
+               " arguments");
+        }
       }
     }
   }

@@ -159,6 +159,78 @@ void add_residue_variants(const std::string& name, const OpBuilder& build,
   }
 }
 
+// The bare input dims a broadcast output dim chooses among at run time (`select(x == 1, y,
+// x)`, nested for more inputs: kernels/ops broadcast_shape), or nothing when `d` is another
+// kind of expression.
+std::vector<arith::Var> broadcast_class(const arith::Expr& d) {
+  if (d.kind() == arith::ExprKind::kVar) return {arith::Var(d)};
+  if (d.kind() != arith::ExprKind::kSelect) return {};
+  std::vector<arith::Var> out = broadcast_class(d.operand(1));
+  std::vector<arith::Var> other = broadcast_class(d.operand(2));
+  if (out.empty() || other.empty()) return {};
+  for (const arith::Var& v : other) {
+    if (std::none_of(out.begin(), out.end(), [&](const arith::Var& w) { return w.id() == v.id(); }))
+      out.push_back(v);
+  }
+  return out;
+}
+
+// Variants for broadcast dims that are equal at run time. A broadcasting op's output dim is
+// `select(x == 1, y, x)` when its inputs' dims x and y cannot be proved equal (a skip
+// connection added to an upsampled map, a mask with its own dim name); its kernel then
+// computes every index through selects and does not vectorize. When the dims are equal,
+// as they are in every run except a real broadcast, the op re-instantiated with y -> x is
+// the plain elementwise kernel. Condition: `argA.dimB == argC.dimD` for each such pair.
+// Returns whether there were any (the caller then gives the broadcasting variant no
+// residue classes: it runs only when a dim is 1).
+bool add_equal_dim_variants(const std::string& name, const OpBuilder& build,
+                            const std::vector<ops::TensorType>& inputs, const SymbolTable& symbols,
+                            const ops::OpInstance& symbolic, const SpecializeOptions& options,
+                            std::vector<Variant>* out) {
+  tir::VarMap map;
+  std::vector<vm::DimPredicate> conditions;
+  std::string description;
+  for (const te::TensorRef& t : symbolic.outputs) {
+    for (const arith::Expr& d : t->shape()) {
+      std::vector<arith::Var> vars = broadcast_class(d);
+      if (vars.size() < 2) continue;
+      std::vector<const DimLocation*> locs;
+      for (const arith::Var& v : vars) {
+        const DimLocation* loc = symbols.find(v.id());
+        if (loc == nullptr || map.count(v.id())) break;
+        locs.push_back(loc);
+      }
+      if (locs.size() != vars.size()) continue;
+      // The class's first input dim stands for all of them.
+      std::sort(locs.begin(), locs.end(), [](const DimLocation* a, const DimLocation* b) {
+        return std::pair(a->arg, a->axis) < std::pair(b->arg, b->axis);
+      });
+      for (size_t k = 1; k < locs.size(); ++k) {
+        map[locs[k]->var.id()] = locs[0]->var;
+        conditions.push_back({locs[k]->arg, locs[k]->axis, vm::DimPredicateKind::kDimEq,
+                              locs[0]->arg, locs[0]->axis});
+        description += str_cat(description.empty() ? "" : ", ", locs[k]->var.name(),
+                               " == ", locs[0]->var.name());
+      }
+    }
+  }
+  if (conditions.empty()) return false;
+  const std::string eq_name = identifier(name) + "__eq";
+  const std::vector<ops::TensorType> equal = substituted(inputs, map);
+  Variant plain = make_variant(eq_name, description, conditions, build, equal, options);
+  if (options.residue_classes) {
+    std::vector<Variant> residues;
+    add_residue_variants(eq_name, build, equal, symbols_of(equal), plain.op, options, &residues);
+    for (Variant& v : residues) {
+      v.conditions.insert(v.conditions.begin(), conditions.begin(), conditions.end());
+      v.description = description + ", " + v.description;
+      out->push_back(std::move(v));
+    }
+  }
+  out->push_back(std::move(plain));
+  return true;
+}
+
 }  // namespace
 
 SpecializedOp specialize(const std::string& name, const OpBuilder& build,
@@ -179,7 +251,10 @@ SpecializedOp specialize(const std::string& name, const OpBuilder& build,
     }
   } else {
     add_static_variants(name, build, inputs, symbols, options, &result.variants);
-    if (options.residue_classes) {
+    const bool equal_dims =
+        options.equal_dim_variants &&
+        add_equal_dim_variants(name, build, inputs, symbols, symbolic, options, &result.variants);
+    if (options.residue_classes && !equal_dims) {
       add_residue_variants(name, build, inputs, symbols, symbolic, options, &result.variants);
     }
   }

@@ -3,11 +3,17 @@
 //
 // For an op with symbolic dims the specializer plans, in dispatch order:
 //   1. static variants   every dim the caller named bound to a constant (`M == 37`);
-//   2. residue variants  a symbolic dim the op's schedule would like to be a multiple of
+//   2. equal-dims variants  broadcast dims the compiler could not prove equal (an output
+//                        dim `select(x == 1, y, x)`) taken as equal, `y -> x`, so the
+//                        kernel is the plain elementwise one (`argA.dimB == argC.dimD`),
+//                        each with its own residue classes (3.) in front of it;
+//   3. residue variants  a symbolic dim the op's schedule would like to be a multiple of
 //                        its tile (OpInstance::preferred_multiples, e.g. M of a matmul by
 //                        tile_m) substituted by `factor * q`, so lowering proves the tile
-//                        divides it and emits no tail (`M % 8 == 0`);
-//   3. the symbolic variant, loop-partitioned, with no condition: it runs every shape.
+//                        divides it and emits no tail (`M % 8 == 0`); not made for an op
+//                        with equal-dims variants (its symbolic variant then runs only
+//                        for a real broadcast);
+//   4. the symbolic variant, loop-partitioned, with no condition: it runs every shape.
 // A variant is the same builder re-instantiated with substituted input types, so the
 // math is written once and each variant gets exactly the code its shapes allow. The VM's
 // InvokeKernel tries variants in order and runs the first whose conditions hold, so the
@@ -45,6 +51,8 @@ struct SpecializeOptions {
   // With k preferred multiples there are 2^k - 1 combinations; at most this many variants
   // are made, the ones constraining more dims first.
   size_t max_residue_variants = 3;
+  // Variants for broadcast dims that are equal at run time (3. above).
+  bool equal_dim_variants = true;
   ops::KnobValues knobs;  // schedule knobs for every variant
 };
 

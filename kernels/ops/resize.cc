@@ -22,9 +22,28 @@ Expr cmp(tir::CompareOp op, const Expr& a, const Expr& b) { return tir::compare(
 // How one dim is resized.
 struct DimPlan {
   arith::Expr in, out;
-  bool identity = false;  // out == in and every transformation maps x to x
-  Expr scale;             // f64: the given scale, or out / in
+  bool identity = false;      // out == in and every transformation maps x to x
+  Expr scale;                 // f64: the given scale, or out / in
+  int64_t integer_scale = 0;  // the given scale when it is an integer >= 2 (out == in * it)
 };
+
+// Whether nearest mode picks input index `i floordiv k` for output index i at an integer
+// scale k >= 2, as the f64 reference does (so the kernel can index with integers: no f64
+// floor, no clamp, since i < in * k). asymmetric + floor: floor(i / k). half_pixel with
+// rounding: c = (i + 0.5) / k - 0.5, and c + 0.5 = (i + 0.5) / k is never an integer nor
+// reaches floor(i / k) + 1, so both roundings of c give floor(i / k). pytorch_half_pixel is
+// half_pixel except for a single output element, which reads 0 either way.
+bool nearest_is_quotient(CoordinateTransform transform, NearestMode mode) {
+  switch (transform) {
+    case CoordinateTransform::kAsymmetric:
+      return mode == NearestMode::kFloor;
+    case CoordinateTransform::kHalfPixel:
+    case CoordinateTransform::kPytorchHalfPixel:
+      return mode == NearestMode::kRoundPreferFloor || mode == NearestMode::kRoundPreferCeil;
+    default:
+      return false;
+  }
+}
 
 // floor(in * s) exactly. s is an f32, i.e. p / 2^k: for a symbolic dim, floordiv(in * p, 2^k).
 arith::Expr scaled_dim(const arith::Expr& in, float s, size_t d) {
@@ -75,6 +94,8 @@ std::vector<DimPlan> plan_dims(const TensorType& x, const ResizeAttrs& a) {
       p.scale = f64c(s);
       p.identity = s == 1.0f && may_be_identity(a);
       p.out = s == 1.0f ? p.in : scaled_dim(p.in, s, d);
+      if (s >= 2.0f && s == std::floor(s) && s <= 0x1p30f)
+        p.integer_scale = static_cast<int64_t>(s);
       continue;
     }
     int64_t size = a.sizes[d];
@@ -175,7 +196,6 @@ struct Tap {
   Expr weight;
 };
 
-
 const char* mode_name(ResizeMode m) {
   switch (m) {
     case ResizeMode::kNearest:
@@ -213,6 +233,11 @@ OpInstance build(const std::string& name, const TensorType& x, const ResizeAttrs
     for (size_t d = 0; d < plans.size(); ++d) {
       const DimPlan& p = plans[d];
       if (p.identity) continue;
+      if (mode == ResizeMode::kNearest && p.integer_scale > 0 &&
+          nearest_is_quotient(transform, attrs.nearest_mode)) {
+        at[d] = arith::floordiv(i[d], p.integer_scale);
+        continue;
+      }
       Expr roi_start, roi_end;
       if (crop) {
         roi_start = tir::cast(tir::f64(), te::read(roi, std::vector<arith::Expr>{int64_t(d)}));

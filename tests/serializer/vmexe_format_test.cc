@@ -192,6 +192,21 @@ TEST(VmexeVersions, KernelScheduleNotesRoundTripFromOneFour) {
   EXPECT_EQ(old.kernels[0].schedule, "");
 }
 
+// 1.5: the condition "this dim equals another argument's dim" (kind 3).
+TEST(VmexeVersions, DimEqualsDimConditionRoundTripsFromOneFive) {
+  vm::Executable exe = rich_executable();
+  exe.kernels[0].variants[1].conditions.push_back({1, 1, vm::DimPredicateKind::kDimEq, 0, 1});
+  vm::Executable back = read_vmexe(write_vmexe(exe));
+  expect_same(exe, back);
+  // A 1.4 file cannot say it; one that does is refused as a 1.4 reader refuses it.
+  EXPECT_THROW(write_vmexe(exe, WriteOptions{.minor = 4}), InternalError);
+  std::vector<uint8_t> bytes = write_vmexe(exe);
+  put_le(bytes, kMinorOffset, 4, 2);
+  reseal_checksum(bytes);
+  std::string msg = user_error_of([&] { read_vmexe(bytes); });
+  EXPECT_NE(msg.find("unknown condition kind 3"), std::string::npos) << msg;
+}
+
 TEST(VmexeVersions, NewerMajorIsRefusedNamingBothVersions) {
   std::vector<uint8_t> bytes = write_vmexe(rich_executable());
   put_le(bytes, kMajorOffset, 2, 2);

@@ -95,7 +95,8 @@ TEST(Assembler, FixtureReadsAsWritten) {
                                        {1, 1, DimPredicateKind::kEq, 4, 0}}));
   EXPECT_EQ(mm.variants[1].conditions,
             (std::vector<DimPredicate>{{0, 1, DimPredicateKind::kModEq, 8, 0},
-                                       {2, 0, DimPredicateKind::kRange, 1, 64}}));
+                                       {2, 0, DimPredicateKind::kRange, 1, 64},
+                                       {1, 0, DimPredicateKind::kDimEq, 0, 1}}));
   EXPECT_TRUE(mm.variants[2].conditions.empty());
   EXPECT_EQ(exe.kernels[1].name, "relu (fused)");
   EXPECT_EQ(exe.kernels[1].variants[0].symbol, "relu_v$1");

@@ -95,11 +95,13 @@ TEST(Verifier, InvokeArityMismatch) {
 
 TEST(Verifier, InvokeKernelArityMismatch) {
   // Right total, wrong split.
-  expect_rejected(with_main({ins(Opcode::InvokeKernel, {0, 1, 0, 1, 2}), ins(Opcode::Ret, {0})}),
-                  "calls kernel add with 1 inputs and 3 arguments in all, it takes 2 inputs and 1 outputs");
+  expect_rejected(
+      with_main({ins(Opcode::InvokeKernel, {0, 1, 0, 1, 2}), ins(Opcode::Ret, {0})}),
+      "calls kernel add with 1 inputs and 3 arguments in all, it takes 2 inputs and 1 outputs");
   // Right split declared, too few registers.
-  expect_rejected(with_main({ins(Opcode::InvokeKernel, {0, 2, 0, 1}), ins(Opcode::Ret, {0})}),
-                  "calls kernel add with 2 inputs and 2 arguments in all, it takes 2 inputs and 1 outputs");
+  expect_rejected(
+      with_main({ins(Opcode::InvokeKernel, {0, 2, 0, 1}), ins(Opcode::Ret, {0})}),
+      "calls kernel add with 2 inputs and 2 arguments in all, it takes 2 inputs and 1 outputs");
 }
 
 TEST(Verifier, BadImmediates) {
@@ -186,6 +188,13 @@ TEST(Verifier, KernelTable) {
   e = valid();
   e.kernels[0].variants[0].conditions.push_back(DimPredicate{0, 0, DimPredicateKind::kModEq, 0, 0});
   expect_rejected(e, "modulo condition with divisor 0");
+  e = valid();
+  e.kernels[0].variants[0].conditions.push_back(DimPredicate{0, 0, DimPredicateKind::kDimEq, 3, 0});
+  expect_rejected(e, "condition compares with argument 3 dim 0 of 3 arguments");
+  e = valid();
+  e.kernels[0].variants[0].conditions.push_back(
+      DimPredicate{0, 0, DimPredicateKind::kDimEq, 1, -1});
+  expect_rejected(e, "condition compares with argument 1 dim -1");
   e = valid();
   e.kernels[0].variants[0].conditions.push_back(
       DimPredicate{0, 0, static_cast<DimPredicateKind>(9), 0, 0});

@@ -15,6 +15,7 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "vm/asm/asm_syntax.h"
@@ -444,24 +445,34 @@ class Assembler {
     exe_.kernels[current_kernel_].variants.push_back(std::move(v));
   }
 
-  // argA.dimB == N | argA.dimB % M == R | argA.dimB in LO..HI
+  // argN.dimM: which argument's which dim, or nullopt when `t` is not of that form.
+  static std::optional<std::pair<uint32_t, uint32_t>> arg_dim(const Token& t) {
+    if (t.kind != TokenKind::kWord) return std::nullopt;
+    std::string_view w = t.text;
+    size_t dot = w.find(".dim");
+    if (!w.starts_with("arg") || dot == std::string_view::npos) return std::nullopt;
+    std::optional<int64_t> arg = vmasm::parse_decimal(w.substr(3, dot - 3));
+    std::optional<int64_t> axis = vmasm::parse_decimal(w.substr(dot + 4));
+    if (!arg || !axis || *arg > UINT32_MAX || *axis > UINT32_MAX) return std::nullopt;
+    return std::pair{static_cast<uint32_t>(*arg), static_cast<uint32_t>(*axis)};
+  }
+
+  // argA.dimB == N | argA.dimB == argC.dimD | argA.dimB % M == R | argA.dimB in LO..HI
   DimPredicate parse_condition() {
     DimPredicate p;
     const Token& t = expect_word("a condition (argN.dimM ...)");
-    std::string_view w = t.text;
-    size_t dot = w.find(".dim");
-    std::optional<int64_t> arg, axis;
-    if (w.starts_with("arg") && dot != std::string_view::npos) {
-      arg = vmasm::parse_decimal(w.substr(3, dot - 3));
-      axis = vmasm::parse_decimal(w.substr(dot + 4));
-    }
-    if (!arg || !axis || *arg > UINT32_MAX || *axis > UINT32_MAX) {
-      fail(t.line, "expected argN.dimM in a condition, got ", vmasm::describe(t));
-    }
-    p.arg = static_cast<uint32_t>(*arg);
-    p.axis = static_cast<uint32_t>(*axis);
+    auto dim = arg_dim(t);
+    if (!dim) fail(t.line, "expected argN.dimM in a condition, got ", vmasm::describe(t));
+    std::tie(p.arg, p.axis) = *dim;
     if (peek().is_punct("==")) {
       next();
+      if (auto other = arg_dim(peek())) {
+        next();
+        p.kind = DimPredicateKind::kDimEq;
+        p.a = other->first;
+        p.b = other->second;
+        return p;
+      }
       p.kind = DimPredicateKind::kEq;
       p.a = to_int(next(), "a value");
     } else if (peek().is_punct("%")) {

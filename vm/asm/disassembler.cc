@@ -77,6 +77,8 @@ std::string format_condition(const DimPredicate& p) {
       return str_cat(dim, " % ", p.a, " == ", p.b);
     case DimPredicateKind::kRange:
       return str_cat(dim, " in ", p.a, "..", p.b);
+    case DimPredicateKind::kDimEq:
+      return str_cat(dim, " == arg", p.a, ".dim", p.b);
   }
   return str_cat(dim, " ?cond(", static_cast<int>(p.kind), ")");
 }

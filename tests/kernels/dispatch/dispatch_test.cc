@@ -117,6 +117,42 @@ TEST(Specialize, ResidueVariantHasNoTailRegion) {
   EXPECT_EQ(regions(op.variants[1]), 2u);
 }
 
+// An add of inputs whose dims are different symbols has run-time selects as output dims
+// (equal, or one is 1) and a kernel that broadcasts every index; the specializer adds the
+// plain add for the run where they are equal, with its own residue class in front.
+TEST(Specialize, EqualDimVariantsForBroadcastDimsNotProvedEqual) {
+  arith::Var r("r"), c("c"), r2("r2"), c2("c2");
+  SpecializedOp op = specialize("add", add_builder(), {{kF32, {r, c}}, {kF32, {r2, c2}}});
+  using K = vm::DimPredicateKind;
+  const std::vector<vm::DimPredicate> equal{{1, 0, K::kDimEq, 0, 0}, {1, 1, K::kDimEq, 0, 1}};
+  ASSERT_EQ(op.variants.size(), 3u);  // equal with a residue class, equal, any
+  EXPECT_EQ(op.variants[0].symbol.rfind("add__eq__mod", 0), 0u) << op.variants[0].symbol;
+  ASSERT_EQ(op.variants[0].conditions.size(), 3u);
+  EXPECT_EQ(op.variants[0].conditions[0], equal[0]);
+  EXPECT_EQ(op.variants[0].conditions[1], equal[1]);
+  EXPECT_EQ(op.variants[0].conditions[2].kind, K::kModEq);
+  EXPECT_EQ(op.variants[1].symbol, "add__eq");
+  EXPECT_EQ(op.variants[1].description, "r2 == r, c2 == c");
+  EXPECT_EQ(op.variants[1].conditions, equal);
+  EXPECT_TRUE(op.variants[2].conditions.empty());
+  // The equal variant's output dims are its inputs' own; the broadcasting one's are selects.
+  for (size_t axis = 0; axis < 2; ++axis) {
+    EXPECT_EQ(op.variants[1].op.outputs[0]->shape()[axis].kind(), arith::ExprKind::kVar);
+    EXPECT_EQ(op.variants[2].op.outputs[0]->shape()[axis].kind(), arith::ExprKind::kSelect);
+  }
+  // Turned off, or with dims already one symbol: no such variants.
+  SpecializeOptions off;
+  off.equal_dim_variants = false;
+  EXPECT_EQ(specialize("add", add_builder(), {{kF32, {r, c}}, {kF32, {r2, c2}}}, off)
+                .variants.back()
+                .symbol,
+            "add");
+  for (const Variant& v :
+       specialize("add", add_builder(), {{kF32, {r, c}}, {kF32, {r, c}}}).variants) {
+    EXPECT_EQ(v.symbol.find("__eq"), std::string::npos) << v.symbol;
+  }
+}
+
 // ---- through the VM ----
 
 std::vector<float> random_values(size_t n, std::mt19937& rng) {
@@ -196,14 +232,26 @@ class DispatchThroughVm : public ::testing::Test {
                         ".input x f32 [r:1..1000, c:1..1000]\n.input y f32 [r, c]\n"
                         ".output z f32 [r, c]",
                         0, testing::TempDir() + "dispatch_add_" + std::to_string(getpid()) + ".so");
+
+    arith::Var r2("r2"), c2("c2");
+    std::vector<ops::TensorType> broadcast_in{{kF32, {rows, cols}}, {kF32, {r2, c2}}};
+    CompiledKernels broadcast =
+        compile_kernels({specialize("add", add_builder(), broadcast_in)}, codegen::Target::host());
+    broadcast_add_ =
+        make_program(broadcast,
+                     ".input x f32 [r:1..1000, c:1..1000]\n.input y f32 [r2:1..1000, c2:1..1000]\n"
+                     ".output z f32 [r, c]",
+                     0, testing::TempDir() + "dispatch_badd_" + std::to_string(getpid()) + ".so");
   }
   static void TearDownTestSuite() {
     matmul_.reset();
     add_.reset();
+    broadcast_add_.reset();
   }
-  static std::shared_ptr<const vm::Program> matmul_, add_;
+  static std::shared_ptr<const vm::Program> matmul_, add_, broadcast_add_;
 };
-std::shared_ptr<const vm::Program> DispatchThroughVm::matmul_, DispatchThroughVm::add_;
+std::shared_ptr<const vm::Program> DispatchThroughVm::matmul_, DispatchThroughVm::add_,
+    DispatchThroughVm::broadcast_add_;
 
 TEST_F(DispatchThroughVm, MatmulRunsTheVariantItsShapeSelects) {
   ASSERT_EQ(matmul_->exe().kernels[0].variants.size(), 3u);  // m == 37, m % 8 == 0, any
@@ -248,6 +296,34 @@ TEST_F(DispatchThroughVm, SameShapeSameVariantEveryTime) {
       ASSERT_EQ(vm.last_variant(0), variant) << r << "x" << c;
       const float* z = out.at(0).as_tensor().data_as<float>();
       for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(z[i], x[i] + y[i]) << r << "x" << c;
+    }
+  }
+}
+
+// x [r, c] + y [r2, c2]: equal shapes run the plain add (its residue class when c is a
+// multiple of the vector width), a y broadcast along either axis runs the symbolic kernel.
+TEST_F(DispatchThroughVm, EqualBroadcastDimsRunThePlainAdd) {
+  ASSERT_EQ(broadcast_add_->exe().kernels[0].variants.size(), 3u);
+  vm::VirtualMachine vm(broadcast_add_);
+  std::mt19937 rng(5);
+  struct Case {
+    int64_t r, c, r2, c2, variant;
+  };
+  for (Case k : {Case{3, 16, 3, 16, 0}, Case{3, 17, 3, 17, 1}, Case{3, 16, 1, 16, 2},
+                 Case{3, 17, 3, 1, 2}, Case{1, 1, 1, 1, 1}, Case{5, 32, 5, 32, 0}}) {
+    std::vector<float> x = random_values(static_cast<size_t>(k.r * k.c), rng);
+    std::vector<float> y = random_values(static_cast<size_t>(k.r2 * k.c2), rng);
+    std::vector<vm::Value> in{tensor({k.r, k.c}, x), tensor({k.r2, k.c2}, y)};
+    std::vector<vm::Value> out = vm.run(in);
+    const std::string shapes = str_cat(k.r, "x", k.c, " + ", k.r2, "x", k.c2);
+    EXPECT_EQ(vm.last_variant(0), k.variant) << shapes;
+    const float* z = out.at(0).as_tensor().data_as<float>();
+    for (int64_t i = 0; i < k.r; ++i) {
+      for (int64_t j = 0; j < k.c; ++j) {
+        const float want = x[static_cast<size_t>(i * k.c + j)] +
+                           y[static_cast<size_t>((k.r2 == 1 ? 0 : i) * k.c2 + (k.c2 == 1 ? 0 : j))];
+        ASSERT_EQ(z[i * k.c + j], want) << shapes << " at (" << i << ", " << j << ")";
+      }
     }
   }
 }

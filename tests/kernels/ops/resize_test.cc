@@ -120,6 +120,19 @@ const std::vector<Case> kRandomCases = {
      attrs(kNearest, CT::kPytorchHalfPixel, NearestMode::kCeil, {0.75})},
     {"linear_i64_1d_asymmetric", {}, attrs(kLinear, CT::kAsymmetric, kFloorTie, {2.5})},
     {"nearest_f32_2d_asymmetric_ceil_tie", {}, attrs(kNearest, CT::kAsymmetric, kCeilTie, {3, 2})},
+    // Integer scales index with `i floordiv k` where that is what the f64 rule picks.
+    {"nearest_f32_2d_asymmetric_floor_integer",
+     {},
+     attrs(kNearest, CT::kAsymmetric, NearestMode::kFloor, {2, 3})},
+    {"nearest_f32_3d_half_pixel_ceil_tie_integer",
+     {},
+     attrs(kNearest, CT::kHalfPixel, kCeilTie, {1, 4, 2})},
+    {"nearest_f32_1d_pytorch_floor_tie_integer",
+     {},
+     attrs(kNearest, CT::kPytorchHalfPixel, kFloorTie, {5})},
+    {"nearest_f32_1d_asymmetric_ceil_integer",
+     {},
+     attrs(kNearest, CT::kAsymmetric, NearestMode::kCeil, {3})},
 };
 
 vm::DType random_case_dtype(const std::string& name) {
