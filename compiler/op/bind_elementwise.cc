@@ -3,6 +3,8 @@
 // comparison and logic (Mod's fmod picks floor or truncated modulo), two-input Max / Min /
 // Sum, Where and Cast; Sin, Cos, HardSwish and PRelu (kernels/ops/activation.h). Acos,
 // Asin and Atan have no builder yet.
+#include <optional>
+
 #include "compiler/op/bind_families.h"
 #include "kernels/ops/activation.h"
 #include "kernels/ops/elementwise.h"
@@ -87,8 +89,35 @@ KernelBinding bind_clip(const BindContext& ctx) {
   });
 }
 
+// The value of a one-element constant input that broadcasting cannot grow `x` by (its
+// rank is at most x's), else nullopt.
+std::optional<double> scalar_constant(const BindContext& ctx, size_t i, size_t x) {
+  const ValueFacts& c = ctx.input(i);
+  if (!c.constant.defined() || c.constant.numel() != 1 || !ctx.input(x).type.is_tensor() ||
+      c.constant.shape().size() > ctx.input(x).type->dims.size()) {
+    return std::nullopt;
+  }
+  return ctx.const_floats(i, "a scalar constant").at(0);
+}
+
 void bind_binary(const std::string& name, BinaryOp op) {
   register_binding(name, [name, op](const BindContext& ctx) {
+    // Pow by a float constant: the exponent is an immediate of a one-input kernel, so that
+    // binary_math can make x^2 a product (decomposed layer norms square every element).
+    auto floating = [&](size_t i) {
+      return ctx.input(i).type.is_tensor() && vm::is_floating(ctx.input(i).type->dtype);
+    };
+    const std::optional<double> exponent = op == BinaryOp::kPow && floating(0) && floating(1)
+                                               ? scalar_constant(ctx, 1, 0)
+                                               : std::nullopt;
+    if (exponent) {
+      return kernel_binding(
+          ctx, name, str_cat("exponent=", *exponent), {0}, [op, e = *exponent](const auto& t) {
+            return ops::elementwise_map("pow_const", t, [op, e](const std::vector<tir::Expr>& v) {
+              return ops::binary_math(op, v[0], tir::make_const(v[0].type(), e));
+            });
+          });
+    }
     return kernel_binding(ctx, name, "", {0, 1},
                           [op](const auto& t) { return ops::binary(op, t[0], t[1]); });
   });

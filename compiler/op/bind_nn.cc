@@ -31,17 +31,20 @@ size_t input_rank(const BindContext& ctx, size_t i) {
 
 KernelBinding bind_matmul(const BindContext& ctx) {
   const size_t ra = input_rank(ctx, 0), rb = input_rank(ctx, 1);
-  const bool batched = ra == 3 && (rb == 3 || rb == 2);
   const vm::DType dtype = ctx.input(0).type->dtype;
   const bool is_float = dtype == vm::DType::kFloat32 || dtype == vm::DType::kFloat64;
-  if ((!(ra == 2 && rb == 2) && !batched) || !is_float) {
-    // Other ranks (vector-matrix, 4-D attention) and integers (MatMulInteger's int32):
-    // numpy semantics, general schedule.
+  if (ra < 2 || rb < 2 || !is_float) {
+    // A vector operand and integers (MatMulInteger's int32): numpy semantics, general
+    // schedule.
     return kernel_binding(ctx, "MatMul", "nd", {0, 1},
                           [](const auto& t) { return ops::matmul_nd(t[0], t[1]); });
   }
-  return kernel_binding(ctx, "MatMul", batched ? "batched" : "2d", {0, 1}, [](const auto& t) {
-    return t[0].shape.size() == 3 ? ops::batch_matmul(t[0], t[1]) : ops::matmul(t[0], t[1]);
+  // Matrices, batched with any number of broadcast batch dims (4-D attention included):
+  // the register-tiled template.
+  const bool plain = ra == 2 && rb == 2;
+  return kernel_binding(ctx, "MatMul", plain ? "2d" : "batched", {0, 1}, [](const auto& t) {
+    return t[0].shape.size() == 2 && t[1].shape.size() == 2 ? ops::matmul(t[0], t[1])
+                                                            : ops::batch_matmul(t[0], t[1]);
   });
 }
 

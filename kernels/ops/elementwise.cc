@@ -215,6 +215,13 @@ Expr binary_math(BinaryOp op, const Expr& a, const Expr& b) {
     case BinaryOp::kDiv:
       return a.type().is_float() ? a / b : int_trunc_div(a, b);
     case BinaryOp::kPow:
+      // A constant exponent of 1 or 2 (a squared deviation in a decomposed layer norm) is
+      // the base or one product: the correctly rounded pow, without exp and log.
+      if (b.kind() == tir::ExprKind::kConst && b.type().lanes == 1 && a.type().is_float()) {
+        const double e = b.type().is_float() ? b->fvalue : static_cast<double>(b->ivalue);
+        if (e == 1) return a;
+        if (e == 2) return a * a;
+      }
       return tir::binary(tir::BinaryOp::kPow, a, b.type() == a.type() ? b : tir::cast(a.type(), b));
     case BinaryOp::kMin:
       return tir::min(a, b);

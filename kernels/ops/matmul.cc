@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "kernels/ops/elementwise.h"
 #include "kernels/ops/window.h"
 #include "vm/error.h"
 
@@ -150,37 +151,35 @@ OpInstance batch_matmul_with(const TensorType& a, const TensorType& b,
                              const FusedEpilogue* epilogue) {
   check_float(a, "batch_matmul", "A");
   if (a.dtype != b.dtype) user_error("batch_matmul: A and B dtypes differ");
-  if (a.shape.size() != 3) user_error("batch_matmul: A must be 3-D [B, M, K]");
-  if (b.shape.size() != 3 && b.shape.size() != 2) {
-    user_error("batch_matmul: B must be [B, K, N] or [K, N]");
+  if (a.shape.size() < 2 || b.shape.size() < 2) {
+    user_error("batch_matmul: A and B must have rank >= 2 ([..., M, K] and [..., K, N])");
   }
-  const bool b_batched = b.shape.size() == 3;
-  const size_t bk = b_batched ? 1 : 0;
-  check_same_dim(a.shape[2], b.shape[bk], "batch_matmul", "A's K and B's K");
-  arith::Expr ba = a.shape[0], m = a.shape[1], k = a.shape[2], n = b.shape[bk + 1];
-  arith::Expr batch = ba;
-  bool a_bcast = false, b_bcast = false;
-  if (b_batched) {
-    arith::Expr bb = b.shape[0];
-    if (arith::structural_equal(ba, bb)) {
-    } else if (is_one(ba)) {
-      batch = bb, a_bcast = true;
-    } else if (is_one(bb)) {
-      b_bcast = true;
-    } else {
-      user_error("batch_matmul: batch dims are neither equal nor 1");
-    }
-  }
+  const size_t ra = a.shape.size(), rb = b.shape.size();
+  check_same_dim(a.shape[ra - 1], b.shape[rb - 2], "batch_matmul", "A's K and B's K");
+  const arith::Expr m = a.shape[ra - 2], k = a.shape[ra - 1], n = b.shape[rb - 1];
+  // Batch dims broadcast as numpy's (a literal 1, or run-time selects between two symbolic
+  // dims: kernels/dispatch then adds the variant where they are equal).
+  const std::vector<arith::Expr> batch_a(a.shape.begin(), a.shape.end() - 2);
+  const std::vector<arith::Expr> batch_b(b.shape.begin(), b.shape.end() - 2);
+  std::vector<arith::Expr> out = broadcast_shape({batch_a, batch_b});
+  const size_t nb = out.size();
+  out.push_back(m);
+  out.push_back(n);
   auto A = te::placeholder("A", a.shape, a.dtype);
   auto B = te::placeholder("B", b.shape, b.dtype);
   auto r = te::reduce_axis(k, "k");
-  auto C = te::compute("C", {batch, m, n}, [&](const Indices& i) {
-    arith::Expr ia = a_bcast ? arith::Expr(0) : arith::Expr(i[0]);
-    arith::Expr ib = b_bcast ? arith::Expr(0) : arith::Expr(i[0]);
-    tir::Expr bv = b_batched ? te::read(B, {ib, r.var, i[2]}) : te::read(B, {r.var, i[2]});
-    return te::sum(te::read(A, {ia, i[1], r.var}) * bv, {r});
+  const std::vector<arith::Expr> batch(out.begin(), out.begin() + static_cast<long>(nb));
+  auto C = te::compute("C", out, [&](const Indices& i) {
+    Indices batch_i(i.begin(), i.begin() + static_cast<long>(nb));
+    std::vector<arith::Expr> ia = broadcast_indices(batch_a, batch_i, batch);
+    std::vector<arith::Expr> ib = broadcast_indices(batch_b, batch_i, batch);
+    ia.push_back(i[nb]);
+    ia.push_back(r.var);
+    ib.push_back(r.var);
+    ib.push_back(i[nb + 1]);
+    return te::sum(te::read(A, ia) * te::read(B, ib), {r});
   });
-  return reduction_output("batch_matmul_" + dtype_suffix(a.dtype), {A, B}, C, 1, m, epilogue);
+  return reduction_output("batch_matmul_" + dtype_suffix(a.dtype), {A, B}, C, nb, m, epilogue);
 }
 
 OpInstance matmul_packed_b_with(const TensorType& a, const TensorType& bp, int64_t n,

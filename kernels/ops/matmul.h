@@ -1,4 +1,4 @@
-// Matrix products: matmul [M,K]x[K,N], batch_matmul [B,M,K]x[B,K,N] (batch broadcast) and
+// Matrix products: matmul [M,K]x[K,N], batch_matmul [...,M,K]x[...,K,N] (batch broadcast) and
 // ONNX-style gemm (transposes, alpha/beta, a bias C broadcast to [M,N], relu epilogue).
 // Any dim may be symbolic (typically M, the batch*sequence dim).
 //
@@ -24,7 +24,8 @@ enum class Epilogue : uint8_t { kNone, kRelu };
 // a: [M, K], b: [K, N] (same dtype, K equal) -> [M, N].
 OpInstance matmul(const TensorType& a, const TensorType& b);
 
-// a: [Ba, M, K], b: [Bb, K, N] or [K, N]; Ba and Bb equal or one of them the literal 1.
+// a: [..., M, K], b: [..., K, N] with numpy's broadcasting of the batch dims (any number,
+// either side; b may be [K, N]) -> [batch..., M, N]. Rank >= 2 each.
 OpInstance batch_matmul(const TensorType& a, const TensorType& b);
 
 // B's columns in panels of kPackedPanel (one zmm of f32), each panel's K rows contiguous:

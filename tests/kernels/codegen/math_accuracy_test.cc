@@ -254,6 +254,41 @@ void check_specials(vm::VirtualMachine& vm, bool f64) {
   }
 }
 
+// exp far below its underflow (a masked score in a softmax: -inf, -1e9) is exactly 0, and
+// in the subnormal range within two of the smallest subnormals of the reference.
+template <typename T>
+void check_exp_underflow(vm::VirtualMachine& vm, bool f64) {
+  const T inf = std::numeric_limits<T>::infinity();
+  std::vector<T> x = f64 ? std::vector<T>{-700, -720,    -740,  -744.4, -745.2, -746,
+                                          -800, -1417.9, -1418, -1419,  -1e9,   -inf}
+                         : std::vector<T>{-86,  -88,    -95,  -100, -103.2, -103.9, -104,
+                                          -150, -175.9, -176, -177, -1e9,   -inf};
+  const DType dt = f64 ? DType::kFloat64 : DType::kFloat32;
+  for (int lanes : {1, f64 ? kLanes64 : kLanes32}) {
+    const std::string k = kernel_name("exp", f64, lanes);
+    Tensor y = poisoned({static_cast<int64_t>(x.size())}, dt);
+    call(vm, k, {tensor(x, dt), y});
+    std::vector<T> got = values<T>(y);
+    for (size_t i = 0; i < x.size(); ++i) {
+      const auto want = static_cast<T>(std::exp(static_cast<long double>(x[i])));
+      if (want == 0) {
+        EXPECT_TRUE(got[i] == 0 && !std::signbit(got[i])) << k << "(" << x[i] << ") = " << got[i];
+      } else {
+        EXPECT_LE(std::fabs(got[i] - want),
+                  2 * std::numeric_limits<T>::denorm_min() +
+                      std::fabs(want) * 4 * std::numeric_limits<T>::epsilon())
+            << k << "(" << x[i] << ") = " << got[i] << ", want " << want;
+      }
+    }
+  }
+}
+
+TEST_F(MathAccuracyTest, ExpUnderflowsToZeroAndThroughTheSubnormals) {
+  vm::VirtualMachine vm(program_);
+  check_exp_underflow<float>(vm, false);
+  check_exp_underflow<double>(vm, true);
+}
+
 TEST_F(MathAccuracyTest, SpecialValues) {
   vm::VirtualMachine vm(program_);
   check_specials<float>(vm, false);

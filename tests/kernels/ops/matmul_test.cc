@@ -76,6 +76,8 @@ class MatmulKernels {
     add(batch_matmul(f32({1, m, 9}), f32({3, 9, 20})), "bmm_bcast_a");
     add(batch_matmul(f32({4, 5, 9}), f32({1, 9, 33})), "bmm_bcast_b");
     add(batch_matmul(f32({2, m, 16}), f32({16, 24})), "bmm_shared_b");
+    add(batch_matmul(f32({2, 1, m, 9}), f32({3, 9, 20})), "bmm_4d_bcast");
+    add(batch_matmul(f32({m, 7}), f32({2, 7, 18})), "bmm_matrix_a");
     GemmAttrs ta{true, false, 0.5, 2.0, Epilogue::kRelu};
     add(gemm(f32({19, m}), f32({19, 37}), f32({37}), ta), "gemm_ta_bias_n_relu");
     GemmAttrs tb{false, true, 1.0, -1.0, Epilogue::kNone};
@@ -229,7 +231,7 @@ TEST(MatmulPackedB, RejectsAPackingThatDoesNotHoldN) {
   EXPECT_THROW(matmul_packed_b(f32({m, 41}), f32({3, 40, 16}), 37), UserError);  // K
 }
 
-TEST(BatchMatmul, BroadcastsBatchOfAOfBAndSharedB) {
+TEST(BatchMatmul, BroadcastsBatchOfAOfBSharedBAndFourD) {
   auto& kernels = MatmulKernels::get();
   std::mt19937 rng(5);
   {  // A [1, 11, 9] against B [3, 9, 20]: A repeats.
@@ -267,6 +269,31 @@ TEST(BatchMatmul, BroadcastsBatchOfAOfBAndSharedB) {
               [&](int64_t bb, int64_t i, int64_t k) { return at(a, (bb * m + i) * 16 + k); },
               [&](int64_t, int64_t k, int64_t j) { return at(b, k * 24 + j); }};
     expect_close(c, p.compute(), 16, "bmm_shared_b M=" + std::to_string(m));
+  }
+  for (int64_t m : {1, 13}) {  // A [2, 1, m, 9] against B [3, 9, 20]: batch [2, 3].
+    vm::Tensor a = random({2, 1, m, 9}, rng), b = random({3, 9, 20}, rng);
+    vm::Tensor c = poisoned({2, 3, m, 20});
+    ASSERT_EQ(kernels.call("bmm_4d_bcast", {&a, &b, &c}), 0);
+    Product p{6,
+              m,
+              9,
+              20,
+              [&](int64_t bb, int64_t i, int64_t k) { return at(a, ((bb / 3) * m + i) * 9 + k); },
+              [&](int64_t bb, int64_t k, int64_t j) { return at(b, ((bb % 3) * 9 + k) * 20 + j); }};
+    expect_close(c, p.compute(), 9, "bmm_4d_bcast M=" + std::to_string(m));
+  }
+  {  // A [m, 7] against B [2, 7, 18]: the matrix repeats.
+    const int64_t m = 11;
+    vm::Tensor a = random({m, 7}, rng), b = random({2, 7, 18}, rng);
+    vm::Tensor c = poisoned({2, m, 18});
+    ASSERT_EQ(kernels.call("bmm_matrix_a", {&a, &b, &c}), 0);
+    Product p{2,
+              m,
+              7,
+              18,
+              [&](int64_t, int64_t i, int64_t k) { return at(a, i * 7 + k); },
+              [&](int64_t bb, int64_t k, int64_t j) { return at(b, (bb * 7 + k) * 18 + j); }};
+    expect_close(c, p.compute(), 7, "bmm_matrix_a");
   }
 }
 
