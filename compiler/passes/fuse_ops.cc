@@ -2,6 +2,7 @@
 #include "compiler/passes/fuse_ops.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -54,6 +55,7 @@ using Let = Binding;
 struct Group {
   std::vector<size_t> members;  // let indices, in order; members[0] is the anchor
   std::string shape;            // dims_text of the anchor's type
+  bool elementwise = false;     // the anchor is itself elementwise (no heavier compute)
 };
 
 class Fuser : public ExprMutator {
@@ -167,16 +169,23 @@ class Fuser : public ExprMutator {
           auto it = group_of.find(o->var_id);
           if (it != group_of.end()) read.insert(it->second);
         }
-        if (read.size() == 1 && groups[*read.begin()].shape == dims_text(call.type())) {
-          size_t g = *read.begin();
-          groups[g].members.push_back(i);
-          group_of[lets[i].var->var_id] = g;
+        // Of the groups it reads with its own shape, it joins one whose anchor computes
+        // more than an elementwise op (a matmul's scores plus a mask), else the latest; the
+        // values of the others are its inputs (cut_back ends their groups at them).
+        std::optional<size_t> join;
+        for (size_t g : read) {
+          if (groups[g].shape != dims_text(call.type())) continue;
+          if (!join || groups[*join].elementwise || !groups[g].elementwise) join = g;
+        }
+        if (join) {
+          groups[*join].members.push_back(i);
+          group_of[lets[i].var->var_id] = *join;
           continue;
         }
       }
       if (r & kAnchor) {
         group_of[lets[i].var->var_id] = groups.size();
-        groups.push_back({{i}, dims_text(call.type())});
+        groups.push_back({{i}, dims_text(call.type()), (r & kFollower) != 0});
       }
     }
     return groups;

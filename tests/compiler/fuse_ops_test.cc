@@ -143,6 +143,39 @@ fn @main(%v: f32[n, 1], %x: f32[n, 8]) {
   EXPECT_TRUE(primitives(t.module).empty()) << print_module(t.module);
 }
 
+// Attention scores plus a mask that is its own group (Where): the Add joins the matmul's
+// group and reads the mask as an input; the mask's group ends at the value it reads.
+TEST(FuseOps, AFollowerOfTwoGroupsJoinsTheOneThatComputesMore) {
+  TypedModule t = fused(R"(dim n: 1..64
+fn @main(%q: f32[n, 8], %k: f32[8, n], %keep: bool[1, n]) {
+  %mask = Where(%keep, const(f32[], [0]), const(f32[], [-1000]))
+  %s = MatMul(%q, %k)
+  %y = Add(%s, %mask)
+  return %y
+}
+)");
+  auto groups = primitives(t.module);
+  ASSERT_EQ(groups.size(), 1u) << print_module(t.module);
+  EXPECT_EQ(count_lets(groups[0]->body), 2u) << print_module(t.module);  // MatMul, Add
+  const std::string text = print_module(t.module);
+  EXPECT_NE(text.find("fused0_MatMul_x2"), std::string::npos) << text;
+
+  vm::VirtualMachine machine(vm::Program::load(lower_module(t)));
+  for (int64_t n : {1, 7, 33}) {
+    vm::Tensor q = seeded({n, 8}, 1.0f, 6), k = seeded({8, n}, 1.0f, 7);
+    vm::Tensor keep = vm::Tensor::empty({1, n}, vm::DType::kBool);
+    for (int64_t j = 0; j < n; ++j) keep.data_as<bool>()[j] = j % 3 != 0;
+    std::vector<vm::Value> in{q, k, keep};
+    const vm::Tensor y = machine.run(in).at(0).as_tensor();
+    ASSERT_EQ(y.shape(), (vm::Shape{n, n}));
+    std::vector<double> s = linear(q, k, nullptr);
+    for (int64_t i = 0; i < n * n; ++i) {
+      const double want = s[static_cast<size_t>(i)] + (i % n % 3 != 0 ? 0.0 : -1000.0);
+      EXPECT_NEAR(y.data_as<float>()[i], want, 1e-4 * (1 + std::abs(want))) << "n " << n;
+    }
+  }
+}
+
 TEST(FuseOps, ShapeValuesAndViewsStayOutside) {
   // Shape arithmetic is computed on the host and Reshape is a view: neither is a kernel.
   TypedModule t = fused(R"(dim n: 1..64
