@@ -6,6 +6,7 @@
 #include <tuple>
 #include <utility>
 
+#include "kernels/arith/analyzer.h"
 #include "kernels/arith/simplify.h"
 #include "kernels/ops/schedules.h"
 #include "kernels/ops/window.h"
@@ -279,6 +280,29 @@ OpInstance pointwise_conv(const ConvGeometry& g, const TensorRef& X, const Tenso
   return inst;
 }
 
+// For residue dispatch (kernels/dispatch): the factor of the symbolic input width that
+// makes the output width a multiple of kWidthMultiple (16 times the stride, when the
+// padding keeps ceil(w / stride) columns), so that the variant for such widths tiles the
+// output directly, with no rounded workspace and no copy out. Empty when the output width
+// is static or already a proven multiple, or the input width is not a bare dim.
+std::vector<std::pair<arith::Var, int64_t>> width_multiples(const TensorType& x, const Window& win,
+                                                            const arith::Expr& width) {
+  const arith::Expr& in = x.shape.back();
+  const size_t d = x.shape.size() - 3;
+  if (width.is_int_imm() || in.kind() != arith::ExprKind::kVar ||
+      arith::provably_divisible(width, kWidthMultiple)) {
+    return {};
+  }
+  const int64_t factor = kWidthMultiple * win.strides[d];
+  arith::Var q("q");
+  arith::Analyzer an;
+  an.bind(q, 1, arith::kPosInf);
+  if (!an.provably_divisible(window_output_dim(arith::Expr(q) * factor, win, d), kWidthMultiple)) {
+    return {};
+  }
+  return {{arith::Var(in), factor}};
+}
+
 OpInstance conv_with(const TensorType& x, const TensorType& w,
                      const std::optional<TensorType>& bias, const ConvAttrs& attrs,
                      const FusedEpilogue* epilogue) {
@@ -298,7 +322,8 @@ OpInstance conv_with(const TensorType& x, const TensorType& w,
   // block is then a full vector, where a symbolic tail would run scalar (measured 4x
   // slower at width 56). Static widths keep their (vectorized, constant-length) tail.
   const arith::Expr width = out_shape.back();
-  const bool round_width = !width.is_int_imm();
+  const bool round_width = !width.is_int_imm() && !arith::provably_divisible(width, kWidthMultiple);
+  const auto multiples = width_multiples(x, win, width);
   std::vector<arith::Expr> conv_shape = out_shape;
   arith::Expr extra_input = arith::make_int(0);
   if (round_width) {
@@ -311,7 +336,9 @@ OpInstance conv_with(const TensorType& x, const TensorType& w,
   TensorRef W = te::placeholder("W", w.shape, w.dtype);
   TensorRef B = bias ? te::placeholder("B", bias->shape, bias->dtype) : nullptr;
   if (round_width && is_pointwise(g)) {
-    return pointwise_conv(g, X, W, B, out_shape, epilogue, x.dtype);
+    OpInstance inst = pointwise_conv(g, X, W, B, out_shape, epilogue, x.dtype);
+    inst.preferred_multiples = multiples;
+    return inst;
   }
   TensorRef P = pad_spatial(X, win, 0.0, extra_input);
   te::IterVar rc = te::reduce_axis(g.c_in_per_group, "rc");
@@ -356,6 +383,7 @@ OpInstance conv_with(const TensorType& x, const TensorType& w,
   inst.schedule = [stages, specs = inst.knobs](const KnobValues& knobs) {
     return conv_schedule(stages, specs, knobs);
   };
+  inst.preferred_multiples = multiples;
   return inst;
 }
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "kernels/arith/analyzer.h"
 #include "tests/kernels/ops/op_test_util.h"
 #include "tests/support/expect_user_error.h"
 
@@ -129,7 +130,7 @@ OpInstance build(const ConvCase& c) {
   return c.transpose ? conv_transpose(c.x, w, b, c.attrs) : conv(c.x, w, b, c.attrs);
 }
 
-const arith::Var kN("n"), kH("h"), kW("w");
+const arith::Var kN("n"), kH("h"), kW("w"), kQ("q");
 
 // Every case, in one library (LLVM's O3 dominates the test's time).
 std::vector<ConvCase> cases() {
@@ -150,6 +151,14 @@ std::vector<ConvCase> cases() {
        {6, 4, 3, 2},
        false,
        {{2, 2}, {1, 0, 2, 1}, {}, 1, {}},
+       {}},
+      // The residue variant's form of the first case (kernels/dispatch: w -> 16 q).
+      {"conv2d_3x3_pad1_w16q",
+       false,
+       TensorType{kF32, {kN, 3, kH, arith::Expr(kQ) * 16}},
+       {8, 3, 3, 3},
+       true,
+       {{}, {1, 1, 1, 1}, {}, 1, {}},
        {}},
       {"conv2d_knobs_sym",
        false,
@@ -289,6 +298,39 @@ TEST(Convolutions, SymbolicConv2dOneKernelAtSeveralSizes) {
   }
   for (const vm::Shape& s : std::vector<vm::Shape>{{1, 4, 1, 2}, {2, 4, 7, 7}, {1, 4, 17, 9}}) {
     check(lib, "conv2d_s2_asym_pads_sym", s, rng);
+  }
+}
+
+// A symbolic width the op would like a multiple of 16 output columns (times the stride):
+// the variant for such widths tiles the output itself, with no rounded workspace.
+TEST(Convolutions, WidthResidueVariantTilesTheOutputDirectly) {
+  auto multiples = [](const ConvCase& c) {
+    OpInstance op = build(c);
+    return op.preferred_multiples;
+  };
+  for (const ConvCase& c : cases()) {
+    if (c.symbol == "conv2d_3x3_pad1_bias_sym") {
+      ASSERT_EQ(multiples(c).size(), 1u);
+      EXPECT_EQ(multiples(c)[0].first.id(), kW.id());
+      EXPECT_EQ(multiples(c)[0].second, 16);
+    }
+    if (c.symbol == "conv2d_3x3_pad1_w16q") {
+      EXPECT_TRUE(multiples(c).empty());  // already a multiple: nothing rounded
+      EXPECT_TRUE(arith::provably_divisible(build(c).outputs[0]->shape()[3], 16));
+    }
+  }
+  auto conv_multiples = [](std::vector<int64_t> strides, std::vector<int64_t> pads) {
+    OpInstance op = conv({kF32, {kN, 3, kH, kW}}, {kF32, dims({8, 3, 3, 3})}, std::nullopt,
+                         {strides, pads, {}, 1, {}});
+    return op.preferred_multiples;
+  };
+  ASSERT_EQ(conv_multiples({2, 2}, {1, 1, 1, 1}).size(), 1u);
+  EXPECT_EQ(conv_multiples({2, 2}, {1, 1, 1, 1})[0].second, 32);  // ceil(32 q / 2) = 16 q
+  EXPECT_TRUE(conv_multiples({1, 1}, {0, 0, 0, 0}).empty());      // 16 q - 2: never
+  OpLibrary lib = library({"conv2d_3x3_pad1_w16q"});
+  std::mt19937 rng(27);
+  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 3, 1, 16}, {2, 3, 5, 32}, {1, 3, 7, 64}}) {
+    check(lib, "conv2d_3x3_pad1_w16q", s, rng);
   }
 }
 
