@@ -152,6 +152,15 @@ std::vector<ConvCase> cases() {
        false,
        {{2, 2}, {1, 0, 2, 1}, {}, 1, {}},
        {}},
+      // A fixed height with a symbolic batch and width (PP-OCR's text lines): the batch,
+      // channel blocks and rows fuse into one parallel loop.
+      {"conv2d_static_h_sym_nw",
+       false,
+       TensorType{kF32, {kN, 20, 6, kW}},
+       {20, 1, 5, 5},
+       true,
+       {{}, {2, 2, 2, 2}, {}, 20, {}},
+       {}},
       // The residue variant's form of the first case (kernels/dispatch: w -> 16 q).
       {"conv2d_3x3_pad1_w16q",
        false,
@@ -331,6 +340,15 @@ TEST(Convolutions, WidthResidueVariantTilesTheOutputDirectly) {
   std::mt19937 rng(27);
   for (const vm::Shape& s : std::vector<vm::Shape>{{1, 3, 1, 16}, {2, 3, 5, 32}, {1, 3, 7, 64}}) {
     check(lib, "conv2d_3x3_pad1_w16q", s, rng);
+  }
+}
+
+TEST(Convolutions, StaticRowsWithSymbolicBatchAndWidth) {
+  OpLibrary lib = library({"conv2d_static_h_sym_nw"});
+  std::mt19937 rng(28);
+  for (const vm::Shape& s :
+       std::vector<vm::Shape>{{1, 20, 6, 1}, {3, 20, 6, 17}, {2, 20, 6, 32}, {1, 20, 6, 80}}) {
+    check(lib, "conv2d_static_h_sym_nw", s, rng);
   }
 }
 
