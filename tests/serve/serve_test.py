@@ -482,9 +482,13 @@ class TrafficShapes(unittest.TestCase):
         with open(records) as f:
             rows = [json.loads(line) for line in f if line.strip()]
         self.assertTrue(rows)
-        # seq=40 carries most of the traffic, so most of the kernel's time.
-        hottest = max(rows[0]["sizes"], key=lambda size: size["weight"])
-        self.assertTrue(any(a and a[-1] == 40 for a in hottest["args"]), rows[0]["sizes"])
+        # Every size the traffic had is a sample of the tuned kernel, weighed (by its share
+        # of the kernel's profiled time, traffic-weighted: a timing, so only its form is
+        # asserted here; tests never fail because the machine was slow).
+        seqs = sorted(next(a[-1] for a in size["args"] if a) for size in rows[0]["sizes"])
+        self.assertEqual(seqs, [12, 40, 77, 150], rows[0]["sizes"])
+        self.assertAlmostEqual(sum(size["weight"] for size in rows[0]["sizes"]), 1.0, places=6)
+        self.assertTrue(all(size["weight"] > 0 for size in rows[0]["sizes"]), rows[0]["sizes"])
         out = subprocess.run([VMC, model, "--specialize-from", shapes + ":nope", "-o",
                               os.path.join(tmp, "x.vmexe")], capture_output=True, text=True)
         self.assertEqual(out.returncode, 1)
