@@ -283,19 +283,16 @@ OpInstance pointwise_conv(const ConvGeometry& g, const TensorRef& X, const Tenso
   return inst;
 }
 
-// For residue dispatch (kernels/dispatch): the factor of the symbolic input width that
-// makes the output width a multiple of kWidthMultiple (16 times the stride, when the
-// padding keeps ceil(w / stride) columns), so that the variant for such widths tiles the
-// output directly, with no rounded workspace and no copy out. Empty when the output width
-// is static or already a proven multiple, or the input width is not a bare dim.
-std::vector<std::pair<arith::Var, int64_t>> width_multiples(const TensorType& x, const Window& win,
-                                                            const arith::Expr& width) {
+// For residue dispatch (kernels/dispatch), when the output width is rounded: the factor of
+// the symbolic input width that makes the output width a multiple of kWidthMultiple (16
+// times the stride, when the padding keeps ceil(w / stride) columns), so that the variant
+// for such widths tiles the output directly, with no rounded workspace and no copy out.
+// Empty when the input width is not a bare dim or no such factor exists.
+std::vector<std::pair<arith::Var, int64_t>> width_multiples(const TensorType& x,
+                                                            const Window& win) {
   const arith::Expr& in = x.shape.back();
   const size_t d = x.shape.size() - 3;
-  if (width.is_int_imm() || in.kind() != arith::ExprKind::kVar ||
-      arith::provably_divisible(width, kWidthMultiple)) {
-    return {};
-  }
+  if (in.kind() != arith::ExprKind::kVar) return {};
   const int64_t factor = kWidthMultiple * win.strides[d];
   arith::Var q("q");
   arith::Analyzer an;
@@ -326,7 +323,8 @@ OpInstance conv_with(const TensorType& x, const TensorType& w,
   // slower at width 56). Static widths keep their (vectorized, constant-length) tail.
   const arith::Expr width = out_shape.back();
   const bool round_width = !width.is_int_imm() && !arith::provably_divisible(width, kWidthMultiple);
-  const auto multiples = width_multiples(x, win, width);
+  const std::vector<std::pair<arith::Var, int64_t>> multiples =
+      round_width ? width_multiples(x, win) : std::vector<std::pair<arith::Var, int64_t>>{};
   std::vector<arith::Expr> conv_shape = out_shape;
   arith::Expr extra_input = arith::make_int(0);
   if (round_width) {

@@ -16,35 +16,12 @@
 #include "kernels/codegen/library_builder.h"
 #include "kernels/tune/measure_protocol.h"
 #include "vm/error.h"
+#include "vm/temp_dir.h"
 
 extern char** environ;
 
 namespace dynvm::tune {
 namespace {
-
-namespace fs = std::filesystem;
-
-// A directory of its own under the system's temporary one, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "dynvm-tune-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) {
-      user_error("cannot create a temporary directory: ", std::strerror(errno));
-    }
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
 
 void write_file(const std::string& path, const void* data, size_t size) {
   std::ofstream out(path, std::ios::binary);
@@ -169,7 +146,7 @@ std::vector<Measurement> measure(const Workload& w, const std::vector<ops::KnobV
   }
   if (request.symbols.size() == 1) return out;
 
-  TempDir dir;
+  vm::TempDir dir("dynvm-tune");
   const vm::KernelLibrary library = codegen::build_library(funcs, options.target);
   write_file(dir.file("kernels.so"), library.bytes.data(), library.bytes.size());
   std::vector<std::vector<double>> ns(request.symbols.size(),

@@ -18,6 +18,7 @@
 #include "vm/executor.h"
 #include "vm/npy.h"
 #include "vm/program.h"
+#include "vm/temp_dir.h"
 
 namespace dynvm::vmbench {
 namespace {
@@ -100,25 +101,6 @@ void keep_best(EngineResult& best, const EngineResult& round) {
   if (!best.measured || round.latency.median_ms < best.latency.median_ms) best = round;
 }
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/vmbench_XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) user_error("cannot make a temporary folder");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
 }  // namespace
 
 BenchReport run_bench(const Options& o, const std::string& argv0) {
@@ -155,7 +137,7 @@ BenchReport run_bench(const Options& o, const std::string& argv0) {
   }
 
   // Each size's inputs, shared by every engine (ONNX Runtime reads them from .npy files).
-  TempDir tmp;
+  vm::TempDir tmp("vmbench");
   std::vector<std::vector<vm::Value>> inputs(sets.size());
   std::vector<std::map<std::string, std::string>> input_files(sets.size());
   for (size_t k = 0; k < sets.size(); ++k) {
