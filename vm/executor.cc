@@ -77,7 +77,11 @@ class TbbBackend final : public ParallelBackend {
   int32_t parallel_for(int64_t begin, int64_t end, int64_t grain, DynvmParallelBody body,
                        void* closure) override {
     if (end <= begin) return 0;
-    if (end - begin <= grain) return body(begin, end, closure);
+    // One chunk, or one thread in the arena: the whole range at once (tasks would only
+    // add their overhead, a microsecond or more per chunk of a small kernel).
+    if (end - begin <= grain || oneapi::tbb::this_task_arena::max_concurrency() == 1) {
+      return body(begin, end, closure);
+    }
     std::atomic<int32_t> status{0};
     oneapi::tbb::parallel_for(oneapi::tbb::blocked_range<int64_t>(begin, end, grain),
                               [&](const oneapi::tbb::blocked_range<int64_t>& r) {

@@ -199,14 +199,25 @@ Value* CodeGenLLVM::emit_load(const tir::Expr& e) {
   }
   auto lanes = static_cast<unsigned>(t.lanes);
   auto* vec = llvm::FixedVectorType::get(mem, lanes);
+  // A masked load reads only its active lanes; in a stack slot that holds all of them it
+  // reads them all (the inactive ones are unspecified either way).
+  const bool masked =
+      e->active.defined() && !in_stack_slot(buffer, e->indices[0], e->stride, t.lanes);
+  Value* mask = masked ? active_mask(e->active, t.lanes) : nullptr;
   Value* v = nullptr;
-  if (e->stride.is_int_imm() && e->stride.int_value() == 1) {
-    v = b.CreateAlignedLoad(vec, element_address(buffer, index), align);
-  } else if (e->stride.is_int_imm() && e->stride.int_value() == 0) {
+  if (e->stride.is_int_imm() && e->stride.int_value() == 0) {
     v = b.CreateVectorSplat(lanes, b.CreateAlignedLoad(mem, element_address(buffer, index), align));
+  } else if (e->stride.is_int_imm() && e->stride.int_value() == 1) {
+    Value* ptr = element_address(buffer, index);
+    if (masked) {
+      v = b.CreateMaskedLoad(vec, ptr, align, mask, llvm::Constant::getNullValue(vec));
+    } else {
+      v = b.CreateAlignedLoad(vec, ptr, align);
+    }
   } else {
     Value* ptrs = element_address(buffer, lane_indices(index, emit_index(e->stride), t.lanes));
-    v = b.CreateMaskedGather(vec, ptrs, align);
+    v = b.CreateMaskedGather(vec, ptrs, align, mask, masked ? llvm::Constant::getNullValue(vec)
+                                                            : nullptr);
   }
   return from_memory(v, buffer.dtype());
 }

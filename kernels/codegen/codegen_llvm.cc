@@ -280,6 +280,25 @@ Value* CodeGenLLVM::lane_indices(Value* base, Value* stride, int lanes) {
   return b_->CreateAdd(b_->CreateVectorSplat(ec, base), step);
 }
 
+Value* CodeGenLLVM::active_mask(const arith::Expr& active, int lanes) {
+  std::vector<llvm::Constant*> iota;
+  for (int i = 0; i < lanes; ++i) iota.push_back(b_->getInt64(i));
+  auto ec = llvm::ElementCount::getFixed(static_cast<unsigned>(lanes));
+  return b_->CreateICmpSLT(llvm::ConstantVector::get(iota),
+                           b_->CreateVectorSplat(ec, emit_index(active)));
+}
+
+bool CodeGenLLVM::in_stack_slot(const tir::Buffer& buffer, const arith::Expr& index,
+                                const arith::Expr& stride, int lanes) {
+  auto it = fs_.buffers.find(&buffer);
+  if (it == fs_.buffers.end() || !llvm::isa<llvm::AllocaInst>(it->second)) return false;
+  const arith::Expr numel = buffer.numel();
+  if (!index.is_int_imm() || !stride.is_int_imm() || !numel.is_int_imm()) return false;
+  const int64_t first = index.int_value();
+  const int64_t last = first + stride.int_value() * (lanes - 1);
+  return std::min(first, last) >= 0 && std::max(first, last) < numel.int_value();
+}
+
 void CodeGenLLVM::bind_var(const arith::Expr& var, Value* value) {
   DYNVM_INTERNAL_CHECK(var.kind() == arith::ExprKind::kVar, "binding a non-variable");
   fs_.vars[var->var_id] = value;

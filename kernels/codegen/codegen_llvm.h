@@ -115,6 +115,13 @@ class CodeGenLLVM : public MathTargetHooks {
   llvm::Value* buffer_base(const tir::Buffer& buffer);
   // base + lane * stride for lanes 0..n-1, as <n x i64>.
   llvm::Value* lane_indices(llvm::Value* base, llvm::Value* stride, int lanes);
+  // <n x i1>: lane < active, the lanes a masked access touches (tir ExprNode::active).
+  llvm::Value* active_mask(const arith::Expr& active, int lanes);
+  // Whether every lane of a vector access at (index, stride) lies inside `buffer`'s stack
+  // slot (a local buffer of static size): it may then read and write the inactive lanes
+  // too, which keeps a register tile's masked remainder in registers.
+  bool in_stack_slot(const tir::Buffer& buffer, const arith::Expr& index,
+                     const arith::Expr& stride, int lanes);
   void bind_var(const arith::Expr& var, llvm::Value* value);
   void unbind_var(const arith::Expr& var);
 
@@ -123,6 +130,7 @@ class CodeGenLLVM : public MathTargetHooks {
   void emit_for(const tir::Stmt& s);
   void emit_if(const tir::Stmt& s);
   void emit_store(const tir::Stmt& s);
+  void emit_masked_store(const tir::Stmt& s, llvm::Value* index, llvm::Value* value);
   void emit_allocate(const tir::Stmt& s);
   void emit_parallel_call(const tir::Stmt& s);
   // A counted loop over [begin, end) binding `var`; emits body() inside; `properties`

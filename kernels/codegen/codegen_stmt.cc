@@ -158,7 +158,9 @@ void CodeGenLLVM::emit_store(const tir::Stmt& s) {
   tir::DataType t = s->value.type();
   Value* value = to_memory(emit_expr(s->value), buffer.dtype());
   llvm::Align align = element_align(buffer.dtype());
-  if (t.lanes == 1 || (s->stride.is_int_imm() && s->stride.int_value() == 1)) {
+  if (t.lanes > 1 && s->active.defined()) {
+    emit_masked_store(s, index, value);
+  } else if (t.lanes == 1 || (s->stride.is_int_imm() && s->stride.int_value() == 1)) {
     b.CreateAlignedStore(value, element_address(buffer, index), align);
   } else if (s->stride.is_int_imm() && s->stride.int_value() == 0) {
     // Every lane writes the same element: the last one wins, as in a scalar loop.
@@ -167,6 +169,30 @@ void CodeGenLLVM::emit_store(const tir::Stmt& s) {
   } else {
     Value* ptrs = element_address(buffer, lane_indices(index, emit_index(s->stride), t.lanes));
     b.CreateMaskedScatter(value, ptrs, align);
+  }
+}
+
+// A vector store of its active lanes only. Into a stack slot that holds every lane (a
+// register tile), it writes them all, the inactive ones with their old values: plain loads
+// and stores that LLVM keeps in registers, where masked intrinsics would pin it in memory.
+void CodeGenLLVM::emit_masked_store(const tir::Stmt& s, Value* index, Value* value) {
+  llvm::IRBuilder<>& b = *b_;
+  const tir::Buffer& buffer = *s->buffer;
+  const int lanes = s->value.type().lanes;
+  DYNVM_INTERNAL_CHECK(s->stride.is_int_imm() && s->stride.int_value() != 0,
+                       "masked store to ", buffer.name(), " with a stride that is not a nonzero constant");
+  llvm::Align align = element_align(buffer.dtype());
+  Value* mask = active_mask(s->active, lanes);
+  const bool contiguous = s->stride.int_value() == 1;
+  Value* ptr = contiguous ? element_address(buffer, index)
+                          : element_address(buffer, lane_indices(index, emit_index(s->stride), lanes));
+  if (contiguous && in_stack_slot(buffer, s->indices[0], s->stride, lanes)) {
+    Value* old = b.CreateAlignedLoad(value->getType(), ptr, align);
+    b.CreateAlignedStore(b.CreateSelect(mask, value, old), ptr, align);
+  } else if (contiguous) {
+    b.CreateMaskedStore(value, ptr, align, mask);
+  } else {
+    b.CreateMaskedScatter(value, ptr, align, mask);
   }
 }
 

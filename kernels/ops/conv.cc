@@ -448,7 +448,10 @@ OpInstance conv_transpose_one_tap(const ConvGeometry& g, const TensorRef& X, con
     // Rows in parallel (1-D: the output channels), inside the serial batch loop: a fused
     // loop over symbolic extents would keep the accumulator out of registers.
     if (parallel) sc.parallel(sc.axis(rank > 4 ? 2 : 1));
-    accumulate_at(s, acc, sc, outer);
+    // The accumulator's last axis is the last tap (extent 1 at this tile): its lanes are
+    // the input positions before it.
+    te::Stage& sa = accumulate_at(s, acc, sc, outer);
+    sa.vectorize(sa.axis(sa.num_axes() - 2));
     schedule_injective(s, Y, kWidthMultiple, parallel);
     return s;
   };

@@ -574,10 +574,11 @@ Expr buffer_load(std::shared_ptr<const Buffer> buffer, std::vector<arith::Expr> 
 }
 
 Expr vector_buffer_load(std::shared_ptr<const Buffer> buffer, arith::Expr flat_base,
-                        arith::Expr stride, int lanes) {
+                        arith::Expr stride, int lanes, arith::Expr active) {
   DYNVM_INTERNAL_CHECK(buffer != nullptr, "load from a null buffer");
   check_index(flat_base, "vector load base");
   check_index(stride, "vector load stride");
+  if (active.defined()) check_index(active, "vector load's active lanes");
   DYNVM_INTERNAL_CHECK(lanes >= 1, "vector load with ", lanes, " lanes");
   if (lanes == 1) return buffer_load(std::move(buffer), {std::move(flat_base)});
   DataType t{buffer->dtype(), lanes};
@@ -585,6 +586,7 @@ Expr vector_buffer_load(std::shared_ptr<const Buffer> buffer, arith::Expr flat_b
   n.kind = ExprKind::kBufferLoad;
   n.type = t;
   n.stride = std::move(stride);
+  n.active = std::move(active);
   n.indices = {std::move(flat_base)};
   n.buffer = std::move(buffer);
   return finish(std::move(n));

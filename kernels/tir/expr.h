@@ -121,6 +121,9 @@ struct ExprNode {
   // kIndexValue (index, stride), kBufferLoad (indices, stride), kTensorRead (indices)
   arith::Expr index;
   arith::Expr stride;  // lanes > 1: per-lane step of the (flattened) index
+  // kBufferLoad with lanes > 1: only lanes [0, active) read memory (the others are
+  // unspecified); undefined: every lane. The masked remainder of a vectorized loop.
+  arith::Expr active;
   std::vector<arith::Expr> indices;
   std::shared_ptr<const Buffer> buffer;         // kBufferLoad
   std::shared_ptr<const te::Tensor> tensor;     // kTensorRead
@@ -154,8 +157,9 @@ Expr cast(DataType type, Expr a);
 Expr select(Expr cond, Expr a, Expr b);
 Expr broadcast(Expr scalar, int lanes);
 Expr buffer_load(std::shared_ptr<const Buffer> buffer, std::vector<arith::Expr> indices);
+// `active` (optional): the number of lanes that read memory (ExprNode::active).
 Expr vector_buffer_load(std::shared_ptr<const Buffer> buffer, arith::Expr flat_base,
-                        arith::Expr stride, int lanes);
+                        arith::Expr stride, int lanes, arith::Expr active = arith::Expr());
 Expr let_index(arith::Var var, Expr value, Expr body);
 
 Expr operator+(Expr a, Expr b);

@@ -88,9 +88,10 @@ Expr ExprMutator::visit_buffer_load(const Expr& e) {
   bool changed = false;
   std::vector<arith::Expr> indices = mutate_indices(e->indices, changed);
   arith::Expr stride = mutate_if_defined(*this, e->stride);
-  if (!changed && same(stride, e->stride)) return e;
+  arith::Expr active = mutate_if_defined(*this, e->active);
+  if (!changed && same(stride, e->stride) && same(active, e->active)) return e;
   if (e.type().lanes > 1) {
-    return vector_buffer_load(e->buffer, indices[0], stride, e.type().lanes);
+    return vector_buffer_load(e->buffer, indices[0], stride, e.type().lanes, active);
   }
   return buffer_load(e->buffer, std::move(indices));
 }
@@ -224,9 +225,12 @@ Stmt StmtMutator::visit_store(const Stmt& s) {
   bool changed = false;
   std::vector<arith::Expr> indices = mutate_indices(s->indices, changed);
   arith::Expr stride = mutate_if_defined(*this, s->stride);
+  arith::Expr active = mutate_if_defined(*this, s->active);
   Expr value = mutate_expr(s->value);
-  if (!changed && same(stride, s->stride) && same(value, s->value)) return s;
-  if (stride.defined()) return make_vector_store(s->buffer, indices[0], stride, value);
+  if (!changed && same(stride, s->stride) && same(active, s->active) && same(value, s->value)) {
+    return s;
+  }
+  if (stride.defined()) return make_vector_store(s->buffer, indices[0], stride, value, active);
   return make_store(s->buffer, std::move(indices), value);
 }
 
@@ -284,6 +288,7 @@ class FreeVarCollector {
         use_buffer(s->buffer);
         for (const auto& i : s->indices) index(i);
         index(s->stride);
+        index(s->active);
         expr(s->value);
         break;
       case StmtKind::kAllocate:
@@ -325,6 +330,7 @@ class FreeVarCollector {
     }
     index(e->index);
     index(e->stride);
+    index(e->active);
     for (const auto& i : e->indices) index(i);
     for (const Expr& op : e->operands) expr(op);
   }

@@ -22,7 +22,12 @@ std::string indices_str(const std::vector<arith::Expr>& v) {
   return s;
 }
 
-std::string ramp_str(const arith::Expr& base, const arith::Expr& stride, int lanes) {
+std::string ramp_str(const arith::Expr& base, const arith::Expr& stride, int lanes,
+                     const arith::Expr& active = arith::Expr()) {
+  if (active.defined()) {
+    return str_cat("ramp(", index_str(base), ", ", index_str(stride), ", ", lanes,
+                   ", active ", index_str(active), ")");
+  }
   return str_cat("ramp(", index_str(base), ", ", index_str(stride), ", ", lanes, ")");
 }
 
@@ -66,8 +71,8 @@ class Printer {
         return str_cat(e->tensor ? e->tensor->name() : "?", "(", indices_str(e->indices), ")");
       case ExprKind::kBufferLoad:
         if (e.type().lanes > 1) {
-          return str_cat(e->buffer->name(), "[", ramp_str(e->indices[0], e->stride, e.type().lanes),
-                         "]");
+          return str_cat(e->buffer->name(), "[",
+                         ramp_str(e->indices[0], e->stride, e.type().lanes, e->active), "]");
         }
         return str_cat(e->buffer->name(), "[", indices_str(e->indices), "]");
       case ExprKind::kBinary:
@@ -145,7 +150,8 @@ class Printer {
       case StmtKind::kStore:
         if (s->stride.defined()) {
           line(indent, str_cat(s->buffer->name(), "[",
-                               ramp_str(s->indices[0], s->stride, s->value.type().lanes),
+                               ramp_str(s->indices[0], s->stride, s->value.type().lanes,
+                                        s->active),
                                "] = ", expr(s->value)));
         } else {
           line(indent,

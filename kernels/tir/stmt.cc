@@ -130,10 +130,12 @@ Stmt make_store(BufferRef buffer, std::vector<arith::Expr> indices, Expr value) 
   return finish(std::move(n));
 }
 
-Stmt make_vector_store(BufferRef buffer, arith::Expr flat_base, arith::Expr stride, Expr value) {
+Stmt make_vector_store(BufferRef buffer, arith::Expr flat_base, arith::Expr stride, Expr value,
+                       arith::Expr active) {
   DYNVM_INTERNAL_CHECK(buffer != nullptr, "store to a null buffer");
   check_index(flat_base, "vector store base");
   check_index(stride, "vector store stride");
+  if (active.defined()) check_index(active, "vector store's active lanes");
   DYNVM_INTERNAL_CHECK(value.defined(), "store of an undefined value to ", buffer->name());
   DYNVM_INTERNAL_CHECK(value.type().elem == buffer->dtype(), "store of ", to_string(value.type()),
                        " to ", buffer->name(), " of ", vm::dtype_name(buffer->dtype()));
@@ -143,6 +145,7 @@ Stmt make_vector_store(BufferRef buffer, arith::Expr flat_base, arith::Expr stri
   n.buffer = std::move(buffer);
   n.indices = {std::move(flat_base)};
   n.stride = std::move(stride);
+  n.active = std::move(active);
   n.value = std::move(value);
   return finish(std::move(n));
 }

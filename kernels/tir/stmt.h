@@ -92,6 +92,7 @@ struct StmtNode {
   BufferRef buffer;  // also kAllocate
   std::vector<arith::Expr> indices;
   arith::Expr stride;  // vector stores only
+  arith::Expr active;  // vector stores: only lanes [0, active) write; undefined: every lane
   Expr value;          // also kLetIndex's value
   // kLetIndex
   arith::Expr let_var;  // a kVar
@@ -108,7 +109,9 @@ Stmt make_for(arith::Var var, arith::Expr min, arith::Expr extent, ForKind kind,
 Stmt make_seq(std::vector<Stmt> stmts);  // flattens nested seqs, drops nops
 Stmt make_if(arith::Expr condition, Stmt then_case, Stmt else_case = Stmt());
 Stmt make_store(BufferRef buffer, std::vector<arith::Expr> indices, Expr value);
-Stmt make_vector_store(BufferRef buffer, arith::Expr flat_base, arith::Expr stride, Expr value);
+// `active` (optional): the number of lanes that write (StmtNode::active).
+Stmt make_vector_store(BufferRef buffer, arith::Expr flat_base, arith::Expr stride, Expr value,
+                       arith::Expr active = arith::Expr());
 Stmt make_allocate(BufferRef buffer, Stmt body);
 Stmt make_let_index(arith::Var var, Expr value, Stmt body);
 Stmt make_nop();

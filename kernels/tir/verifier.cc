@@ -74,7 +74,7 @@ class Verifier {
         break;
       case StmtKind::kStore:
         if (!s->value.defined()) fail("store without a value");
-        access(s->buffer, s->indices, s->stride, s->value.type(), "store to");
+        access(s->buffer, s->indices, s->stride, s->active, s->value.type(), "store to");
         expr(s->value);
         break;
       case StmtKind::kAllocate:
@@ -120,7 +120,7 @@ class Verifier {
       case ExprKind::kReduce:
         fail("TE-only node in TIR: ", to_string(e));
       case ExprKind::kBufferLoad:
-        access(e->buffer, e->indices, e->stride, t, "load from");
+        access(e->buffer, e->indices, e->stride, e->active, t, "load from");
         break;
       case ExprKind::kBinary:
         need_ops(2);
@@ -208,7 +208,8 @@ class Verifier {
   }
 
   void access(const BufferRef& b, const std::vector<arith::Expr>& indices,
-              const arith::Expr& stride, DataType t, const char* what) {
+              const arith::Expr& stride, const arith::Expr& active, DataType t,
+              const char* what) {
     if (b == nullptr) fail(what, " a null buffer");
     if (!buffers_.count(b.get())) fail(what, " buffer ", b->name(), " that is not in scope");
     if (t.elem != b->dtype()) {
@@ -230,6 +231,10 @@ class Verifier {
       index(i, "buffer index");
     }
     if (stride.defined()) index(stride, "access stride");
+    if (active.defined()) {
+      if (t.lanes == 1) fail(what, " ", b->name(), ": active lanes on a scalar access");
+      index(active, "active lanes");
+    }
   }
 
   void check_for_kind(const Stmt& s) {

@@ -292,10 +292,9 @@ class Partitioner : public StmtMutator {
     // The main part may hold guards of other ranges (a split's tail guard around a padded
     // copy's select): it is partitioned again. Each round removes one range, so it ends.
     Expr main_extent = an_.simplify(hi - lo);
-    ForKind main_kind = piece_kind(s, main_extent);
     Facts outer = facts_.count(v.id()) ? facts_[v.id()] : Facts{};
     facts_[v.id()] = {tighter(outer.lower, g.lower, true), tighter(outer.upper, g.upper, false)};
-    parts.push_back(visit_for(make_for(v, lo, main_extent, main_kind, main_body, s->thread_axis)));
+    parts.push_back(visit_for(make_for(v, lo, main_extent, s->for_kind, main_body, s->thread_axis)));
     if (outer.lower.defined() || outer.upper.defined()) {
       facts_[v.id()] = outer;
     } else {
@@ -334,22 +333,14 @@ class Partitioner : public StmtMutator {
     return r;
   }
 
-  // The kind of a piece of loop s with `extent` iterations: a constant-extent vectorized
-  // loop whose piece is no longer constant is a remainder, and runs serial.
-  static ForKind piece_kind(const Stmt& s, const Expr& extent) {
-    if (s->for_kind == ForKind::kVectorized && s->extent.is_int_imm() && !extent.is_int_imm()) {
-      return ForKind::kSerial;
-    }
-    return s->for_kind;
-  }
-
-  // Rebuilds loop s over [min, min + extent) with `body`, partitioning inside it, with the
-  // piece's kind (piece_kind). An unrolled one stays unrolled: specialize_extents may give it
-  // constant extents, and unroll makes serial what is left symbolic.
+  // Rebuilds loop s over [min, min + extent) with `body`, partitioning inside it, of s's
+  // kind. An unrolled one stays unrolled: specialize_extents may give it constant extents,
+  // and unroll makes serial what is left symbolic. A vectorized one stays vectorized:
+  // vectorize makes a symbolic remainder one masked vector iteration.
   Stmt recurse(const Stmt& s, const Expr& min, const Expr& extent, const Stmt& body) {
     bool gpu = s->for_kind == ForKind::kGpuBlock || s->for_kind == ForKind::kGpuThread;
     if (!gpu && an_.const_bounds(extent).max <= 0) return make_nop();
-    ForKind kind = piece_kind(s, extent);
+    const ForKind kind = s->for_kind;
     arith::Var v(s->loop_var);
     Expr lower = min, upper = an_.simplify(min + extent - arith::make_int(1));
     auto f = facts_.find(v.id());

@@ -27,16 +27,13 @@
 // e equals its value; the bounds matter only to leave out the fallback, and every rule that
 // derives them is exact (interval bounds, extremes of affine forms, floor division identity).
 #include <algorithm>
-#include <array>
-#include <functional>
 #include <optional>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
-#include "kernels/arith/analyzer.h"
-#include "kernels/arith/simplify.h"
 #include "kernels/tir/functor.h"
+#include "kernels/tir/loop_bounds.h"
 #include "kernels/tir/passes/passes.h"
 
 namespace dynvm::tir {
@@ -76,53 +73,6 @@ class ExtentReplacer : public StmtMutator {
   int64_t c_;
 };
 
-struct Loop {
-  arith::VarId var;
-  arith::Expr min;
-  arith::Expr extent;
-};
-
-// Every `y floordiv c` in e with a constant c > 0, distinct.
-std::vector<arith::Expr> floordiv_atoms(const arith::Expr& e) {
-  std::vector<arith::Expr> out;
-  std::function<void(const arith::Expr&)> walk = [&](const arith::Expr& x) {
-    if (x.kind() == arith::ExprKind::kFloorDiv && x.operand(1).is_int_imm() &&
-        x.operand(1).int_value() > 0) {
-      for (const arith::Expr& seen : out) {
-        if (arith::structural_equal(seen, x)) return;
-      }
-      out.push_back(x);
-      return;
-    }
-    for (int i = 0; i < arith::kind_arity(x.kind()); ++i) walk(x.operand(i));
-  };
-  walk(e);
-  return out;
-}
-
-// e with every occurrence of `part` replaced by `with`.
-arith::Expr replace_subexpr(const arith::Expr& e, const arith::Expr& part,
-                            const arith::Expr& with) {
-  if (arith::structural_equal(e, part)) return with;
-  const int arity = arith::kind_arity(e.kind());
-  if (arity == 0) return e;
-  std::array<arith::Expr, 3> ops;
-  bool changed = false;
-  for (int i = 0; i < arity; ++i) {
-    ops[i] = replace_subexpr(e.operand(i), part, with);
-    changed = changed || ops[i].get() != e.operand(i).get();
-  }
-  if (!changed) return e;
-  switch (e.kind()) {
-    case arith::ExprKind::kSelect:
-      return arith::make_select(ops[0], ops[1], ops[2]);
-    case arith::ExprKind::kNot:
-      return arith::make_not(ops[0]);
-    default:
-      return arith::make_binary(e.kind(), ops[0], ops[1]);
-  }
-}
-
 // The values a dispatch on e covers: [lo, hi]; exhaustive when e takes no other value.
 struct ValueRange {
   int64_t lo;
@@ -133,11 +83,10 @@ struct ValueRange {
 
 class ExtentSpecializer : public StmtMutator {
  public:
-  ExtentSpecializer(const PrimFunc& f, int64_t max_copies) : budget_(max_copies) {
+  ExtentSpecializer(const PrimFunc& f, int64_t max_copies) : bounds_(f), budget_(max_copies) {
     for (const BufferRef& p : f.params) {
       for (const auto& d : p->shape()) {
         for_each_var(d, [&](const arith::Expr& v) { in_scope_.insert(v->var_id); });
-        if (d.kind() == arith::ExprKind::kVar) an_.bind(arith::Var(d), 0, arith::kPosInf);
       }
     }
   }
@@ -145,18 +94,11 @@ class ExtentSpecializer : public StmtMutator {
  protected:
   Stmt visit_for(const Stmt& s) override {
     if (auto d = dispatch(s)) return *d;
-    arith::Var v(s->loop_var);
-    if (s->min.is_int_imm() && s->extent.is_int_imm()) {
-      an_.bind(v, s->min.int_value(), s->min.int_value() + s->extent.int_value() - 1);
-    } else {
-      an_.bind(v, s->min, an_.simplify(s->min + s->extent - arith::make_int(1)));
-    }
-    in_scope_.insert(v.id());
-    loops_.push_back({v.id(), s->min, s->extent});
+    bounds_.enter(s);
+    in_scope_.insert(s->loop_var->var_id);
     Stmt r = StmtMutator::visit_for(s);
-    loops_.pop_back();
-    in_scope_.erase(v.id());
-    an_.unbind(v);
+    in_scope_.erase(s->loop_var->var_id);
+    bounds_.leave(s);
     return r;
   }
 
@@ -242,50 +184,11 @@ class ExtentSpecializer : public StmtMutator {
   }
 
   std::optional<ValueRange> value_range(const arith::Expr& e) const {
-    arith::Bounds b = an_.const_bounds(e);
-    // Interval arithmetic loses the correlation in `m - io*8` with io >= m floordiv 8; an
-    // expression affine in the loops takes its extremes at their ends, so substitute those
-    // (innermost loop first: its ends may mention outer loops) and bound what is left.
-    arith::Expr upper = e, lower = e;
-    for (size_t k = loops_.size(); k-- > 0 && (upper.defined() || lower.defined());) {
-      upper = at_extreme(upper, loops_[k], true);
-      lower = at_extreme(lower, loops_[k], false);
-    }
-    if (upper.defined()) b.max = std::min(b.max, bounds(upper).max);
-    if (lower.defined()) b.min = std::max(b.min, bounds(lower).min);
+    arith::Bounds b = bounds_.range(e);
     if (b.max == arith::kPosInf || b.max < 1) return std::nullopt;
     int64_t lo = std::max<int64_t>(b.min, 1);
     if (lo > b.max) return std::nullopt;
     return ValueRange{lo, b.max, b.min >= 1};
-  }
-
-  // const_bounds of x, also with each `c * (y floordiv c)` term written `y - y floormod c`:
-  // the interval of `m - (m floordiv 8)*8` is unbounded, that of `m floormod 8` is [0, 7].
-  arith::Bounds bounds(const arith::Expr& x) const {
-    arith::Bounds b = an_.const_bounds(x);
-    arith::Expr rewritten = x;
-    for (const arith::Expr& atom : floordiv_atoms(x)) {
-      arith::Var q("q");
-      std::optional<AffineForm> f = affine_in(replace_subexpr(rewritten, atom, q), q.id());
-      int64_t c = atom.operand(1).int_value();
-      if (!f || !f->coeff.is_int_imm() || f->coeff.int_value() % c != 0) continue;
-      const arith::Expr& y = atom.operand(0);
-      arith::Expr multiple = y - arith::floormod(y, atom.operand(1));  // == c * atom
-      rewritten = an_.simplify(f->rest + arith::make_int(f->coeff.int_value() / c) * multiple);
-    }
-    arith::Bounds r = an_.const_bounds(rewritten);
-    return {std::max(b.min, r.min), std::min(b.max, r.max)};
-  }
-
-  // The largest (or smallest) value of x over loop's range when x is affine in its variable
-  // with a constant coefficient; undefined otherwise.
-  arith::Expr at_extreme(const arith::Expr& x, const Loop& loop, bool largest) const {
-    if (!x.defined() || !arith::uses_var(x, loop.var)) return x;
-    std::optional<AffineForm> f = affine_in(x, loop.var);
-    if (!f || !f->coeff.is_int_imm()) return arith::Expr();
-    bool at_last = (f->coeff.int_value() > 0) == largest;
-    arith::Expr end = at_last ? loop.min + loop.extent - arith::make_int(1) : loop.min;
-    return an_.simplify(f->rest + f->coeff * end);
   }
 
   Stmt make_chain(const Stmt& s, const arith::Expr& e, const ValueRange& values) {
@@ -306,8 +209,7 @@ class ExtentSpecializer : public StmtMutator {
     return chain;
   }
 
-  arith::Analyzer an_;
-  std::vector<Loop> loops_;  // enclosing loops, outermost first
+  LoopBounds bounds_;
   std::unordered_set<arith::VarId> in_scope_;
   std::vector<arith::Expr> done_;
   int64_t budget_;

@@ -7,7 +7,14 @@
 //     vector compares;
 //   * scalar operands are broadcast by the builders.
 // A loop with a non-constant (or larger) extent is first split: `floordiv(extent, W)` vector
-// iterations of W = kDefaultLanes lanes, then a scalar remainder loop.
+// iterations of W = kDefaultLanes lanes, then the remainder as one masked vector iteration
+// (`if (rem >= 1)`, loads and stores of lanes [0, rem) only: tir ExprNode::active). A
+// symbolic extent the loop bounds show to be at most W (the remainder of a split, which
+// loop_partition leaves as `m - io*16`) is that masked iteration alone, of the fewest
+// power-of-two lanes that cover it. So a symbolic tail runs as vector code: a register
+// tile's remainder columns (which the codegen keeps in registers) and an elementwise row's
+// last elements. A body whose inactive lanes could trap (an integer division by a value it
+// computes) keeps a scalar remainder loop instead.
 //
 // When the body cannot be vectorized — an inner loop or allocation, a condition or let value
 // that depends on v, an index that is not affine, a store whose index does not move with v
@@ -22,6 +29,7 @@
 
 #include "kernels/arith/simplify.h"
 #include "kernels/tir/functor.h"
+#include "kernels/tir/loop_bounds.h"
 #include "kernels/tir/passes/passes.h"
 
 namespace dynvm::tir {
@@ -69,8 +77,9 @@ class AccessCollector {
 // cannot express.
 class BodyVectorizer : public StmtMutator {
  public:
-  BodyVectorizer(arith::Var v, arith::Expr min, int lanes)
-      : v_(std::move(v)), min_(std::move(min)), lanes_(lanes) {}
+  // `active` (optional): the lanes [0, active) that touch memory (a masked remainder).
+  BodyVectorizer(arith::Var v, arith::Expr min, int lanes, arith::Expr active)
+      : v_(std::move(v)), min_(std::move(min)), lanes_(lanes), active_(std::move(active)) {}
 
   bool ok = true;
 
@@ -112,7 +121,7 @@ class BodyVectorizer : public StmtMutator {
     // A store that does not move with v is executed once per iteration: only a constant
     // stride != 0 keeps the iterations' stores apart.
     if (!stride.defined() || !stride.is_int_imm()) return fail(s);
-    return make_vector_store(s->buffer, base, stride, broadcast(value, lanes_));
+    return make_vector_store(s->buffer, base, stride, broadcast(value, lanes_), active_);
   }
 
   // ---- expressions ----
@@ -133,7 +142,7 @@ class BodyVectorizer : public StmtMutator {
     auto r = ramp(flat);
     if (!r) return fail(e);
     if (!r->second.defined()) return buffer_load(e->buffer, {r->first});
-    return vector_buffer_load(e->buffer, r->first, r->second, lanes_);
+    return vector_buffer_load(e->buffer, r->first, r->second, lanes_, active_);
   }
 
   Expr visit_cast(const Expr& e) override {
@@ -189,6 +198,7 @@ class BodyVectorizer : public StmtMutator {
   arith::Var v_;
   arith::Expr min_;
   int lanes_;
+  arith::Expr active_;
 };
 
 // No iteration may see another's writes: every buffer the body stores to is accessed at one
@@ -207,11 +217,30 @@ bool independent_iterations(const Stmt& body) {
   return true;
 }
 
-// The body as vector code for v in [min, min + lanes), or nullopt.
+// Whether an inactive lane could trap: an integer division or modulo by a computed value
+// (a masked load gives the inactive lanes zeros). Float math does not trap.
+bool may_trap_when_masked(const Stmt& body) {
+  bool trap = false;
+  for_each_stmt(body, [&](const Stmt& st) {
+    if (!st->value.defined()) return;
+    visit(st->value, [&](const Expr& e) {
+      if (e.kind() == ExprKind::kBinary && !e.type().is_float() &&
+          (e->binary_op == BinaryOp::kDiv || e->binary_op == BinaryOp::kMod) &&
+          e->operands[1].kind() != ExprKind::kConst) {
+        trap = true;
+      }
+    });
+  });
+  return trap;
+}
+
+// The body as vector code for v in [min, min + lanes), or nullopt; with `active`, only lanes
+// [0, active) touch memory.
 std::optional<Stmt> vectorize_body(const arith::Var& v, const arith::Expr& min, int lanes,
-                                   const Stmt& body) {
+                                   const Stmt& body, const arith::Expr& active = arith::Expr()) {
   if (!independent_iterations(body)) return std::nullopt;
-  BodyVectorizer bv(v, min, lanes);
+  if (active.defined() && may_trap_when_masked(body)) return std::nullopt;
+  BodyVectorizer bv(v, min, lanes, active);
   Stmt out = bv.mutate_stmt(body);
   if (!bv.ok) return std::nullopt;
   for (const auto& var : free_vars(out).vars) {
@@ -220,10 +249,22 @@ std::optional<Stmt> vectorize_body(const arith::Var& v, const arith::Expr& min, 
   return out;
 }
 
+// The fewest power-of-two lanes (>= 2) that cover n <= kDefaultLanes.
+int covering_lanes(int64_t n) {
+  int lanes = 2;
+  while (lanes < n) lanes *= 2;
+  return lanes;
+}
+
 class Vectorizer : public StmtMutator {
+ public:
+  explicit Vectorizer(const PrimFunc& f) : bounds_(f) {}
+
  protected:
   Stmt visit_for(const Stmt& s) override {
+    bounds_.enter(s);
     Stmt body = mutate_stmt(s->body);
+    bounds_.leave(s);
     arith::Var v(s->loop_var);
     if (s->for_kind != ForKind::kVectorized) {
       if (body.get() == s->body.get()) return s;
@@ -238,23 +279,45 @@ class Vectorizer : public StmtMutator {
       std::optional<Stmt> vec = vectorize_body(v, s->min, static_cast<int>(lanes), body);
       return vec ? *vec : serial;
     }
-    // Split: vector chunks of kDefaultLanes, then a scalar remainder.
+    const arith::Bounds range = bounds_.range(extent);
+    if (range.max <= 0) return make_nop();
+    const arith::Expr runs = arith::ge(extent, arith::make_int(1));
+    if (range.max == 1) {
+      Stmt once = substitute(body, VarMap{{v.id(), s->min}});
+      return range.min >= 1 ? once : make_if(runs, once);
+    }
+    if (range.max <= kDefaultLanes) {
+      std::optional<Stmt> vec =
+          vectorize_body(v, s->min, covering_lanes(range.max), body, extent);
+      if (!vec) return serial;
+      return range.min >= 1 ? *vec : make_if(runs, *vec);
+    }
+    // Split: vector chunks of kDefaultLanes, then the remainder, masked.
     arith::Var vo(v.name() + ".vo");
     arith::Expr chunk_min = arith::simplify(s->min + vo * kDefaultLanes);
     std::optional<Stmt> vec = vectorize_body(v, chunk_min, kDefaultLanes, body);
     if (!vec) return serial;
     arith::Expr chunks = arith::simplify(arith::floordiv(extent, kDefaultLanes));
     arith::Expr done = arith::simplify(chunks * kDefaultLanes);
-    return make_seq({make_for(vo, 0, chunks, ForKind::kSerial, *vec),
-                     make_for(v, arith::simplify(s->min + done), arith::simplify(extent - done),
-                              ForKind::kSerial, body)});
+    arith::Expr rest_min = arith::simplify(s->min + done);
+    arith::Expr rest = arith::simplify(extent - done);
+    Stmt tail;
+    if (std::optional<Stmt> masked = vectorize_body(v, rest_min, kDefaultLanes, body, rest)) {
+      tail = make_if(arith::ge(rest, arith::make_int(1)), *masked);
+    } else {
+      tail = make_for(v, rest_min, rest, ForKind::kSerial, body);
+    }
+    return make_seq({make_for(vo, 0, chunks, ForKind::kSerial, *vec), tail});
   }
+
+ private:
+  LoopBounds bounds_;
 };
 
 }  // namespace
 
 PrimFunc vectorize(PrimFunc f) {
-  Vectorizer v;
+  Vectorizer v(f);
   f.body = v.mutate_stmt(f.body);
   return f;
 }

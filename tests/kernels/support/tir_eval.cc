@@ -396,7 +396,8 @@ class Interpreter {
       case StmtKind::kStore: {
         Value v = expr(s->value);
         const Memory& m = memory(s->buffer);
-        for (int l = 0; l < v.lanes(); ++l) {
+        const int64_t active = s->active.defined() ? index(s->active) : v.lanes();
+        for (int l = 0; l < v.lanes() && l < active; ++l) {
           store_elem(m, flat_index(*s->buffer, m, s->indices, s->stride, l), v, l);
         }
         break;
@@ -519,7 +520,9 @@ class Interpreter {
       }
       case ExprKind::kBufferLoad: {
         const Memory& m = memory(e->buffer);
-        for (int l = 0; l < t.lanes; ++l) {
+        // Inactive lanes of a masked load read nothing (and stay 0).
+        const int64_t active = e->active.defined() ? index(e->active) : t.lanes;
+        for (int l = 0; l < t.lanes && l < active; ++l) {
           load_elem(m, flat_index(*e->buffer, m, e->indices, e->stride, l), out, l);
         }
         return out;

@@ -1,6 +1,8 @@
 // vectorize: vector loads / stores of the loop's extent with the right strides, broadcasts
-// for loop-invariant values, a vector part plus scalar remainder for symbolic extents, and a
-// serial fallback for bodies it cannot vectorize — each checked on values.
+// for loop-invariant values, a vector part plus one masked vector iteration for symbolic
+// extents (a scalar remainder where inactive lanes could trap), and a serial fallback for
+// bodies it cannot vectorize — each checked on values (the reference interpreter reads and
+// writes only a masked access's active lanes, and fails an access out of bounds).
 #include <gtest/gtest.h>
 
 #include "kernels/tir/passes/passes.h"
@@ -19,6 +21,12 @@ PrimFunc vectorized(const PrimFunc& f) {
 int count_vector_stores(const Stmt& s, int lanes) {
   return count_stmts(s, [&](const Stmt& st) {
     return st.kind() == StmtKind::kStore && st->value.type().lanes == lanes;
+  });
+}
+
+int count_masked_stores(const Stmt& s) {
+  return count_stmts(s, [&](const Stmt& st) {
+    return st.kind() == StmtKind::kStore && st->active.defined();
   });
 }
 
@@ -50,11 +58,17 @@ TEST(TirVectorize, SplitAddBecomesSixteenLaneVectorCode) {
   PrimFunc f = add_split(16, ForKind::kVectorized);
   PrimFunc g = vectorized(f);
   EXPECT_EQ(count_loops(g.body, ForKind::kVectorized), 0);
-  EXPECT_EQ(count_vector_stores(g.body, 16), 1) << to_string(g);
-  EXPECT_EQ(count_vector_loads(g.body, 16, "1"), 2) << to_string(g);
+  // The main part, and the split's tail (n - io*16, at most 16) as one masked iteration
+  // with no loop and no test of its own.
+  EXPECT_EQ(count_vector_stores(g.body, 16), 2) << to_string(g);
+  EXPECT_EQ(count_masked_stores(g.body), 1) << to_string(g);
+  EXPECT_EQ(count_vector_loads(g.body, 16, "1"), 4) << to_string(g);
+  EXPECT_EQ(count_ifs(g.body), 0) << to_string(g);
   EXPECT_NE(to_string(g).find("C[ramp(io*16, 1, 16)] = (A[ramp(io*16, 1, 16)] + "
                               "B[ramp(io*16, 1, 16)])"),
             std::string::npos)
+      << to_string(g);
+  EXPECT_NE(to_string(g).find("C[ramp(io*16, 1, 16, active n - io*16)]"), std::string::npos)
       << to_string(g);
   expect_equivalent_on_sizes(f, g, 2);
 }
@@ -62,7 +76,7 @@ TEST(TirVectorize, SplitAddBecomesSixteenLaneVectorCode) {
 TEST(TirVectorize, StrideTwoLoads) {
   PrimFunc f = pairwise_product();
   PrimFunc g = vectorized(f);
-  EXPECT_EQ(count_vector_loads(g.body, 16, "2"), 2) << to_string(g);
+  EXPECT_EQ(count_vector_loads(g.body, 16, "2"), 4) << to_string(g);  // main, masked tail
   EXPECT_NE(to_string(g).find("A[ramp(io*32 + 1, 2, 16)]"), std::string::npos) << to_string(g);
   for (int64_t n : test_sizes()) {
     expect_equivalent(f, g, {random_tensor({n, 2})}, "n=" + std::to_string(n));
@@ -78,7 +92,7 @@ TEST(TirVectorize, LoopInvariantLoadStaysScalarAndIsBroadcast) {
              make_for(i, 0, 8, ForKind::kVectorized,
                       make_if(arith::lt(i, n), make_store(C, {i}, load(A, {i}) * load(s, {0}))))};
   // Guarded by i < n: loop_partition turns this into a loop up to min(n, 8) that is no
-  // longer of constant extent, so it stays scalar; outputs must still match.
+  // longer of constant extent: one masked iteration of 8 lanes; outputs must still match.
   PrimFunc g = vectorized(f);
   for (int64_t n_val : {1, 3, 7, 8}) {
     expect_equivalent(f, g, {random_tensor({n_val}), random_tensor({1}, DType::kFloat32, 9)},
@@ -95,7 +109,7 @@ TEST(TirVectorize, LoopInvariantLoadStaysScalarAndIsBroadcast) {
                           return e.kind() == ExprKind::kBroadcast &&
                                  e->operands[0].kind() == ExprKind::kBufferLoad;
                         }),
-            1)
+            2)  // the vector part's and the masked remainder's
       << to_string(h);
   for (int64_t n_val : test_sizes()) {
     expect_equivalent(plain, h, {random_tensor({n_val}), random_tensor({1}, DType::kFloat32, 9)},
@@ -103,13 +117,29 @@ TEST(TirVectorize, LoopInvariantLoadStaysScalarAndIsBroadcast) {
   }
 }
 
-TEST(TirVectorize, SymbolicExtentSplitsIntoVectorPartAndScalarRemainder) {
+TEST(TirVectorize, SymbolicExtentSplitsIntoVectorPartAndMaskedRemainder) {
   PrimFunc f = elementwise(
       [](const Var& i, const BufferRef& A) { return load(A, {i}) * f32c(3) + f32c(1); });
   PrimFunc g = vectorized(f);
-  EXPECT_EQ(count_vector_stores(g.body, 16), 1) << to_string(g);
-  EXPECT_EQ(count_vector_stores(g.body, 1), 1) << to_string(g);  // the remainder
+  EXPECT_EQ(count_vector_stores(g.body, 16), 2) << to_string(g);
+  EXPECT_EQ(count_masked_stores(g.body), 1) << to_string(g);  // the remainder
+  EXPECT_EQ(count_vector_stores(g.body, 1), 0) << to_string(g);
+  EXPECT_EQ(count_ifs(g.body), 1) << to_string(g);  // it runs when n % 16 != 0
   expect_equivalent_on_sizes(f, g);
+}
+
+TEST(TirVectorize, IntegerDivisionByALoadedValueKeepsAScalarRemainder) {
+  // Inactive lanes would divide by the zeros a masked load gives them.
+  Var n("n"), i("i");
+  auto A = buf("A", {n}, DType::kInt32), D = buf("D", {n}, DType::kInt32),
+       C = buf("C", {n}, DType::kInt32);
+  PrimFunc f{"divide", {A, D, C}, 2,
+             make_for(i, 0, n, ForKind::kVectorized,
+                      make_store(C, {i}, load(A, {i}) / load(D, {i})))};
+  PrimFunc g = vectorized(f);
+  EXPECT_EQ(count_vector_stores(g.body, 16), 1) << to_string(g);
+  EXPECT_EQ(count_masked_stores(g.body), 0) << to_string(g);
+  EXPECT_EQ(count_vector_stores(g.body, 1), 1) << to_string(g);
 }
 
 TEST(TirVectorize, IndexValuesAndIndexConditionsBecomeVectors) {
@@ -120,7 +150,7 @@ TEST(TirVectorize, IndexValuesAndIndexConditionsBecomeVectors) {
     return select(index_value(cond, boolean()), load(A, {i}) + fi, fi);
   });
   PrimFunc g = vectorized(f);
-  EXPECT_EQ(count_vector_stores(g.body, 16), 1) << to_string(g);
+  EXPECT_EQ(count_vector_stores(g.body, 16), 2) << to_string(g);
   EXPECT_GE(count_exprs(g.body,
                         [](const Expr& e) {
                           return e.kind() == ExprKind::kIndexValue && e.type().lanes == 16;
@@ -149,7 +179,7 @@ TEST(TirVectorize, ConstantExtentUsesThatManyLanes) {
 TEST(TirVectorize, TransposeVectorizesTheStoreAndGathersWithSymbolicStride) {
   PrimFunc f = transpose(ForKind::kVectorized);
   PrimFunc g = vectorized(f);
-  EXPECT_EQ(count_vector_loads(g.body, 16, "n"), 1) << to_string(g);
+  EXPECT_EQ(count_vector_loads(g.body, 16, "n"), 2) << to_string(g);  // a masked gather too
   for (auto [m, n] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {17, 3}, {40, 9}}) {
     expect_equivalent(f, g, {random_tensor({m, n})},
                       "m=" + std::to_string(m) + " n=" + std::to_string(n));
