@@ -288,6 +288,32 @@ Value* CodeGenLLVM::active_mask(const arith::Expr& active, int lanes) {
                            b_->CreateVectorSplat(ec, emit_index(active)));
 }
 
+int64_t CodeGenLLVM::wide_stride(const arith::Expr& stride, int lanes) {
+  constexpr int64_t kMaxWideStride = 4;
+  if (!stride.is_int_imm()) return 0;
+  const int64_t s = stride.int_value();
+  return s >= 2 && s <= kMaxWideStride && s * lanes <= 64 ? s : 0;
+}
+
+Value* CodeGenLLVM::wide_mask(int64_t s, int lanes, const arith::Expr& active, bool lanes_only) {
+  const int64_t n = s * lanes;
+  std::vector<llvm::Constant*> iota, own;
+  for (int64_t j = 0; j < n; ++j) {
+    iota.push_back(b_->getInt64(static_cast<uint64_t>(j)));
+    const bool take = !lanes_only || j % s == 0;
+    own.push_back(b_->getInt1(take && (active.defined() || j <= s * (lanes - 1))));
+  }
+  Value* mask = llvm::ConstantVector::get(own);
+  if (!active.defined()) return mask;
+  // Element j belongs to a lane below `active` when j <= s * (active - 1).
+  auto ec = llvm::ElementCount::getFixed(static_cast<unsigned>(n));
+  Value* last = b_->CreateMul(emit_index(active), b_->getInt64(static_cast<uint64_t>(s)));
+  last = b_->CreateSub(last, b_->getInt64(static_cast<uint64_t>(s)));
+  Value* in_range =
+      b_->CreateICmpSLE(llvm::ConstantVector::get(iota), b_->CreateVectorSplat(ec, last));
+  return b_->CreateAnd(in_range, mask);
+}
+
 bool CodeGenLLVM::in_stack_slot(const tir::Buffer& buffer, const arith::Expr& index,
                                 const arith::Expr& stride, int lanes) {
   auto it = fs_.buffers.find(&buffer);

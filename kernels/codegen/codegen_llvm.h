@@ -117,6 +117,13 @@ class CodeGenLLVM : public MathTargetHooks {
   llvm::Value* lane_indices(llvm::Value* base, llvm::Value* stride, int lanes);
   // <n x i1>: lane < active, the lanes a masked access touches (tir ExprNode::active).
   llvm::Value* active_mask(const arith::Expr& active, int lanes);
+  // A vector access of constant stride s in [2, kMaxWideStride] is one contiguous access of
+  // s * lanes elements, every s-th of them a lane's (a gather or scatter costs an access per
+  // lane): its s, else 0.
+  static int64_t wide_stride(const arith::Expr& stride, int lanes);
+  // <s * lanes x i1> over that contiguous range: the elements up to the last (active) lane's,
+  // only the lanes' own with `lanes_only` (a store must not write the others).
+  llvm::Value* wide_mask(int64_t s, int lanes, const arith::Expr& active, bool lanes_only);
   // Whether every lane of a vector access at (index, stride) lies inside `buffer`'s stack
   // slot (a local buffer of static size): it may then read and write the inactive lanes
   // too, which keeps a register tile's masked remainder in registers.

@@ -158,7 +158,16 @@ void CodeGenLLVM::emit_store(const tir::Stmt& s) {
   tir::DataType t = s->value.type();
   Value* value = to_memory(emit_expr(s->value), buffer.dtype());
   llvm::Align align = element_align(buffer.dtype());
-  if (t.lanes > 1 && s->active.defined()) {
+  if (int64_t step = t.lanes > 1 ? wide_stride(s->stride, t.lanes) : 0) {
+    // The lanes spread s apart over a contiguous range, stored with a mask of their own
+    // elements (and of the active lanes).
+    std::vector<int> spread;
+    for (int64_t j = 0; j < step * t.lanes; ++j) {
+      spread.push_back(j % step == 0 ? static_cast<int>(j / step) : -1);
+    }
+    b.CreateMaskedStore(b.CreateShuffleVector(value, spread), element_address(buffer, index),
+                        align, wide_mask(step, t.lanes, s->active, true));
+  } else if (t.lanes > 1 && s->active.defined()) {
     emit_masked_store(s, index, value);
   } else if (t.lanes == 1 || (s->stride.is_int_imm() && s->stride.int_value() == 1)) {
     b.CreateAlignedStore(value, element_address(buffer, index), align);

@@ -117,9 +117,19 @@ std::vector<KnobSpec> conv_knobs(const ConvGeometry& g, const std::vector<arith:
   int64_t ow_default = kWidthMultiple;
   const arith::Expr& ow = out.back();
   if (ow.is_int_imm() && ow.int_value() < ow_default) ow_default = ow.int_value();
+  int64_t oh_default = 1;
+  if (g.c_in_per_group == 1 && g.c_out_per_group == 1) {
+    // Depthwise: no input vector is shared between output channels, so 16 of them only
+    // multiply the row pointers (16 channels x kh rows, beyond the registers with symbolic
+    // strides); 4 channels x 2 rows shares each input row between the two output rows that
+    // read it. Measured on 192-channel 5x5 (6x10 to 24x40) and 32-channel 3x3 stride-2
+    // layers: 10-30% faster than 16 x 1 in dynamic builds, the same or better in static ones.
+    oc_default = largest_divisor(g.c_out, {4, 2});
+    oh_default = 2;
+  }
   return {{"oc_block", {1, 2, 4, 8, 16}, oc_default},
           {"ow_block", {4, 8, 16}, ow_default},
-          {"oh_block", {1, 2, 4}, 1},
+          {"oh_block", {1, 2, 4}, oh_default},
           {"unroll_kw", {0, 1}, 1},
           reduction_knobs(out).front()};  // parallel
 }
@@ -391,40 +401,48 @@ OpInstance conv_with(const TensorType& x, const TensorType& w,
 // A transposed convolution whose kernel equals its stride (no pads, dilation or output
 // padding: the upsampling ConvTranspose of detection and segmentation heads) meets each
 // output position through exactly one tap, k = p mod s from input i = p floordiv s, so it
-// reduces over the channels alone, without the gather form's select per tap. Stage "Conv"
-// is [n, o, i_0, k_0, i_1, k_1, ...] (each spatial dim as input position, tap):
-//   Conv[n, o, .., i, k, ..] = sum_c X[n, c, .., i, ..] * W[c, o, .., k, ..]
-// with the last input position 16 to a vector (contiguous reads, stores s apart) and the
-// channels accumulated in a register tile; it has Y's memory layout, and Y reads it back
-// at (p floordiv s, p mod s), which the simplifier turns into Y's own index: a plain copy
-// that adds the bias.
+// reduces over the channels alone, without the gather form's select per tap. Stage "Acc" is
+// [n, o, i_0, k_0, ..., k_last, i_last] (the last input position innermost):
+//   Acc[n, o, .., i, k, ..] = sum_c X[n, c, .., i, ..] * W[c, o, .., k, ..]
+// and Y reads it at (p floordiv s, p mod s) and adds the bias. Y's schedule splits each
+// output dim by its stride into (input position, tap), so that the register tile is
+// oc_block channels x every tap x 16 input positions computed at Y's tile: each input
+// vector is loaded once and feeds oc_block * taps accumulators (they differ only in the
+// weight), and Y's stores are s apart (kernels/codegen: one masked contiguous store).
 OpInstance conv_transpose_one_tap(const ConvGeometry& g, const TensorRef& X, const TensorRef& W,
                                   const TensorRef& B, const std::vector<arith::Expr>& out_shape,
                                   vm::DType dtype) {
   const Window& win = g.window;
-  std::vector<arith::Expr> split_shape = {out_shape[0], out_shape[1]};
-  for (size_t d = 0; d < g.rank; ++d) {
-    split_shape.push_back(X->shape()[2 + d]);
-    split_shape.push_back(arith::make_int(win.strides[d]));
+  const size_t r = g.rank;
+  std::vector<arith::Expr> acc_shape = {out_shape[0], out_shape[1]};
+  for (size_t d = 0; d + 1 < r; ++d) {
+    acc_shape.push_back(X->shape()[2 + d]);
+    acc_shape.push_back(arith::make_int(win.strides[d]));
   }
+  acc_shape.push_back(arith::make_int(win.strides[r - 1]));
+  acc_shape.push_back(X->shape()[1 + r]);
   te::IterVar rc = te::reduce_axis(g.c_in_per_group, "rc");
-  TensorRef C = te::compute("Conv", split_shape, [&](const Indices& i) {
+  TensorRef A = te::compute("Acc", acc_shape, [&](const Indices& i) {
     arith::Expr c = arith::floordiv(i[1], g.c_out_per_group) * g.c_in_per_group + rc.var;
     std::vector<arith::Expr> xi = {i[0], c};
     std::vector<arith::Expr> wi = {c, arith::floormod(i[1], g.c_out_per_group)};
-    for (size_t d = 0; d < g.rank; ++d) {
+    for (size_t d = 0; d + 1 < r; ++d) {
       xi.push_back(i[2 + 2 * d]);
       wi.push_back(i[3 + 2 * d]);
     }
+    xi.push_back(i[2 * r + 1]);
+    wi.push_back(i[2 * r]);
     return te::sum(te::read(X, xi) * te::read(W, wi), {rc});
   });
   TensorRef Y = te::compute("Y", out_shape, [&](const Indices& i) {
-    std::vector<arith::Expr> ci = {i[0], i[1]};
-    for (size_t d = 0; d < g.rank; ++d) {
-      ci.push_back(arith::floordiv(i[2 + d], win.strides[d]));
-      ci.push_back(arith::floormod(i[2 + d], win.strides[d]));
+    std::vector<arith::Expr> ai = {i[0], i[1]};
+    for (size_t d = 0; d + 1 < r; ++d) {
+      ai.push_back(arith::floordiv(i[2 + d], win.strides[d]));
+      ai.push_back(arith::floormod(i[2 + d], win.strides[d]));
     }
-    tir::Expr y = te::read(C, ci);
+    ai.push_back(arith::floormod(i[1 + r], win.strides[r - 1]));
+    ai.push_back(arith::floordiv(i[1 + r], win.strides[r - 1]));
+    tir::Expr y = te::read(A, ai);
     return B ? y + te::read(B, {i[1]}) : y;
   });
   OpInstance inst;
@@ -433,26 +451,46 @@ OpInstance conv_transpose_one_tap(const ConvGeometry& g, const TensorRef& X, con
   if (B) inst.inputs.push_back(B);
   inst.outputs = {Y};
   inst.knobs = reduction_knobs(out_shape);
-  inst.schedule = [Y, C, specs = inst.knobs](const KnobValues& knobs) {
+  int64_t taps = 1;
+  for (size_t d = 0; d < r; ++d) taps *= win.strides[d];
+  const int64_t oc_block =
+      largest_divisor(g.c_out, {std::max<int64_t>(16 / std::min<int64_t>(taps, 16), 1), 8, 4, 2});
+  std::vector<int64_t> strides = win.strides;
+  inst.schedule = [Y, A, oc_block, strides, specs = inst.knobs](const KnobValues& knobs) {
     te::Schedule s = te::create_schedule({Y});
     const bool parallel = knob_value(specs, knobs, "parallel") != 0;
-    TensorRef acc = s.cache_write(C, "local");
-    te::Stage& sc = s[C];
-    const size_t rank = sc.num_axes();  // n, o, then (position, tap) per spatial dim
-    auto [outer, lanes] = sc.split(sc.axis(rank - 2), kWidthMultiple);
-    std::vector<te::IterVarRef> order;
-    for (size_t d = 0; d + 2 < rank; ++d) order.push_back(sc.axis(d));
-    order.insert(order.end(), {sc.axis(rank - 1), outer, lanes});
-    sc.reorder(order);
-    sc.vectorize(lanes);
-    // Rows in parallel (1-D: the output channels), inside the serial batch loop: a fused
+    te::Stage& sy = s[Y];
+    const size_t rank = strides.size();
+    auto [oo, oi] = sy.split(sy.axis(1), oc_block);
+    std::vector<te::IterVarRef> positions, taps_axes;
+    for (size_t d = 0; d < rank; ++d) {
+      auto [p, t] = sy.split(sy.axis(2 + d), strides[d]);
+      positions.push_back(p);
+      taps_axes.push_back(t);
+    }
+    auto [outer, lanes] = sy.split(positions.back(), kWidthMultiple);
+    // n, o.outer, the other positions, the last position's blocks | o.inner, taps, lanes.
+    std::vector<te::IterVarRef> order{sy.axis(0), oo};
+    order.insert(order.end(), positions.begin(), positions.end() - 1);
+    order.insert(order.end(), {outer, oi});
+    order.insert(order.end(), taps_axes.begin(), taps_axes.end());
+    order.push_back(lanes);
+    sy.reorder(order);
+    sy.vectorize(lanes);
+    sy.unroll(oi);
+    for (const te::IterVarRef& t : taps_axes) sy.unroll(t);
+    // Rows in parallel (1-D: the channel blocks), inside the serial batch loop: a fused
     // loop over symbolic extents would keep the accumulator out of registers.
-    if (parallel) sc.parallel(sc.axis(rank > 4 ? 2 : 1));
-    // The accumulator's last axis is the last tap (extent 1 at this tile): its lanes are
-    // the input positions before it.
-    te::Stage& sa = accumulate_at(s, acc, sc, outer);
-    sa.vectorize(sa.axis(sa.num_axes() - 2));
-    schedule_injective(s, Y, kWidthMultiple, parallel);
+    if (parallel) sy.parallel(rank > 1 ? positions.front() : oo);
+    // The accumulator at Y's tile: the reduction outermost, then (o, taps, lanes), whose
+    // extents there are oc_block, the strides and 16.
+    te::Stage& sa = s[A];
+    sa.compute_at(sy, outer);
+    std::vector<te::IterVarRef> acc_order{sa.reduce_axis(0)};
+    for (size_t d = 0; d < sa.num_axes(); ++d) acc_order.push_back(sa.axis(d));
+    sa.reorder(acc_order);
+    for (size_t d = 1; d + 1 < sa.num_axes(); ++d) sa.unroll(sa.axis(d));
+    sa.vectorize(sa.axis(sa.num_axes() - 1));
     return s;
   };
   return inst;

@@ -123,8 +123,24 @@ std::optional<Expr> combine_distributed(arith::ExprKind op, const Expr& a, const
   return op == K::kAdd ? a + b : a - b;
 }
 
+// f(a) for a min / max tree a and f = (* c) or (floordiv c) with a constant c > 0, which
+// does not decrease: f(min(x, y)) == min(f(x), f(y)), and the same for max.
+std::optional<Expr> apply_monotonic(arith::ExprKind op, const Expr& a, const Expr& c,
+                                    int& budget) {
+  using K = arith::ExprKind;
+  if (--budget < 0) return std::nullopt;
+  if (a.kind() == K::kMin || a.kind() == K::kMax) {
+    auto x = apply_monotonic(op, a.operand(0), c, budget);
+    auto y = apply_monotonic(op, a.operand(1), c, budget);
+    if (!x || !y) return std::nullopt;
+    return a.kind() == K::kMin ? arith::min(*x, *y) : arith::max(*x, *y);
+  }
+  return op == K::kMul ? a * c : arith::floordiv(a, c);
+}
+
 // e rewritten as a tree of min / max whose leaves contain none, by pushing + and - into
-// them: min(a, b) + c == min(a + c, b + c), c - min(a, b) == max(c - a, c - b). Region
+// them: min(a, b) + c == min(a + c, b + c), c - min(a, b) == max(c - a, c - b) (and
+// products and floor quotients by positive constants, apply_monotonic). Region
 // extents come out as hi - lo with hi a min of candidates; distributed, each candidate
 // minus lo simplifies on its own (t*8 + 7 - t*8 + 1 == 8) and interval analysis sees the
 // constant bound that the correlated form hides. nullopt past a size limit.
@@ -142,6 +158,14 @@ std::optional<Expr> distribute_min_max(const Expr& e, int& budget) {
       if (e.kind() == K::kMin) return arith::min(*a, *b);
       if (e.kind() == K::kMax) return arith::max(*a, *b);
       return combine_distributed(e.kind(), *a, *b, budget);
+    }
+    case K::kMul:
+    case K::kFloorDiv: {
+      const Expr& c = e.operand(1);
+      if (!c.is_int_imm() || c.int_value() <= 0) return e;
+      auto a = distribute_min_max(e.operand(0), budget);
+      if (!a) return std::nullopt;
+      return apply_monotonic(e.kind(), *a, c, budget);
     }
     default:
       return e;

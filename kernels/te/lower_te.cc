@@ -539,8 +539,9 @@ class Lowerer {
                       tir::Stmt body) const {
     AxisAnnotation ann = info.stage->annotation(leaf);
     const Expr& extent = info.loops.extent.at(leaf.get());
-    if ((ann.kind == tir::ForKind::kVectorized || ann.kind == tir::ForKind::kUnrolled) &&
-        !extent.is_int_imm()) {
+    // A vectorized loop may have a symbolic extent (a tile's remainder: tir's vectorize
+    // makes it masked vector code); an unrolled one needs a constant.
+    if (ann.kind == tir::ForKind::kUnrolled && !extent.is_int_imm()) {
       user_error("lower ", name_, ": ", tir::for_kind_name(ann.kind), " axis ", leaf->name, " of ",
                  info.stage->name(), " has the non-constant extent ", arith::to_string(extent),
                  " here (split it by a constant)");

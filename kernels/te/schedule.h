@@ -113,8 +113,9 @@ class Stage {
   // split x by fx and y by fy, then reorder to (xo, yo, xi, yi), which it returns.
   std::array<IterVarRef, 4> tile(const IterVarRef& x, const IterVarRef& y, int64_t fx, int64_t fy);
 
-  // Vectorize / unroll need a constant extent where the loop is lowered (lowering checks:
-  // compute_at may make a symbolic axis constant), e.g. the inner axis of a split.
+  // Unroll needs a constant extent where the loop is lowered (lowering checks: compute_at
+  // may make a symbolic axis constant), e.g. the inner axis of a split. A vectorized loop
+  // of symbolic extent becomes vector chunks and a masked remainder (tir's vectorize).
   void vectorize(const IterVarRef& axis);
   void unroll(const IterVarRef& axis);
   // Data-parallel axes only: the iterations must be independent.

@@ -261,6 +261,9 @@ std::vector<ConvCase> cases() {
        {{3, 1}, {}, {}, 2, {}},
        {{"parallel", 0}}},
       {"conv_t1d_one_tap", true, sym1(3), {3, 5, 2}, true, {{2}, {}, {}, 1, {}}, {}},
+      // 8 output channels x 4 taps: register tiles of 4 channels.
+      {"conv_t2d_one_tap_blocked", true, sym2(4), {4, 8, 2, 2}, true, {{2, 2}, {}, {}, 1, {}},
+       {}},
   };
 }
 
@@ -416,13 +419,15 @@ TEST(Convolutions, ConvTransposeWithStrideAndOutputPadding) {
 }
 
 TEST(Convolutions, ConvTransposeWithOneTapPerOutput) {
-  OpLibrary lib = library({"conv_t2d_one_tap_sym", "conv_t2d_one_tap_groups", "conv_t1d_one_tap"});
+  OpLibrary lib = library({"conv_t2d_one_tap_sym", "conv_t2d_one_tap_groups", "conv_t1d_one_tap",
+                           "conv_t2d_one_tap_blocked"});
   std::mt19937 rng(27);
   // Input widths below, at and past one vector of columns (16), and a batch of 2.
   for (const vm::Shape& s :
        std::vector<vm::Shape>{{1, 4, 1, 1}, {2, 4, 3, 7}, {1, 4, 5, 16}, {1, 4, 2, 37}}) {
     check(lib, "conv_t2d_one_tap_sym", s, rng);
     check(lib, "conv_t2d_one_tap_groups", s, rng);
+    check(lib, "conv_t2d_one_tap_blocked", s, rng);
   }
   for (const vm::Shape& s : std::vector<vm::Shape>{{1, 3, 1}, {2, 3, 17}, {1, 3, 40}}) {
     check(lib, "conv_t1d_one_tap", s, rng);
