@@ -118,5 +118,51 @@ TEST(LowerIntegrationTest, MaskedRemainderGathersAndKeepsItsTileInAStackSlot) {
   }
 }
 
+// D[i, 0] = A[i, 1] + A[i, 0] * 10 over a symbolic n, i vectorized: the loads and the
+// store have stride 2, so each is one contiguous masked access of 32 elements (the
+// remainder's masked by its active lanes too), and D[i, 1] must stay as it was.
+tir::PrimFunc pairs_func() {
+  Var n("n"), i("i");
+  BufferRef A = buffer("A", DType::kFloat32, {n, 2});
+  BufferRef D = buffer("D", DType::kFloat32, {n, 2});
+  tir::Stmt body = tir::make_store(
+      D, {i, 0},
+      tir::buffer_load(A, {i, 1}) + tir::buffer_load(A, {i, 0}) * tir::make_const(tir::f32(), 10.0));
+  tir::PrimFunc f;
+  f.name = "pairs";
+  f.params = {A, D};
+  f.num_inputs = 1;
+  f.body = tir::make_for(i, 0, n, ForKind::kVectorized, body);
+  return f;
+}
+
+TEST(LowerIntegrationTest, StrideTwoAccessesWithAndWithoutMasks) {
+  tir::LoweredFunc lowered = tir::lower(pairs_func());
+  const std::string text = tir::to_string(lowered);
+  EXPECT_NE(text.find(", 2, 16)"), std::string::npos) << text;
+  EXPECT_NE(text.find(", 2, 16, active"), std::string::npos) << text;
+  std::vector<tir::LoweredFunc> funcs = {lowered};
+  vm::Executable exe = executable_for(build(funcs), funcs);
+  exe.entry = 1;
+  auto sym = [](const char* s) { return vm::DimSpec{s, 0, 0}; };
+  exe.inputs = {vm::TensorSpec{"A", DType::kFloat32, {sym("n"), vm::DimSpec{"", 2}}},
+                vm::TensorSpec{"D", DType::kFloat32, {sym("n"), vm::DimSpec{"", 2}}}};
+  exe.outputs = {exe.inputs[1]};
+  vm::TbbExecutor executor(vm::Program::load(exe), 1);
+  for (int64_t n : {1, 2, 15, 16, 17, 33, 40}) {
+    std::vector<float> a(static_cast<size_t>(2 * n));
+    for (size_t k = 0; k < a.size(); ++k) a[k] = static_cast<float>(k) + 0.25f;
+    std::vector<vm::Value> inputs{tensor(a, DType::kFloat32, {n, 2}),
+                                  poisoned({n, 2}, DType::kFloat32)};
+    std::vector<float> got = values<float>(executor.run(inputs)[0].as_tensor());
+    for (int64_t k = 0; k < n; ++k) {
+      ASSERT_EQ(got[2 * k], a[2 * k + 1] + a[2 * k] * 10) << "n = " << n << " at " << k;
+      uint32_t bits = 0;
+      std::memcpy(&bits, &got[2 * k + 1], sizeof bits);
+      ASSERT_EQ(bits, 0xa5a5a5a5u) << "n = " << n << ": D[" << k << ", 1] was written";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dynvm::codegen::testing
