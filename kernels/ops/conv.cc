@@ -108,6 +108,9 @@ int64_t largest_divisor(int64_t n, std::initializer_list<int64_t> options) {
 // A symbolic output width is computed in blocks of this many columns (one zmm of f32).
 constexpr int64_t kWidthMultiple = 16;
 
+// Channel blocks enough to share among the threads as the parallel loop (conv_schedule).
+constexpr int64_t kManyBlocks = 8;
+
 std::vector<KnobSpec> conv_knobs(const ConvGeometry& g, const std::vector<arith::Expr>& out) {
   // Defaults for AVX-512 f32: one zmm of output columns (wider blocks make LLVM split odd
   // vector types and measured 2-8x slower) times 16 output channels keeps 16 accumulators
@@ -185,12 +188,21 @@ te::Schedule conv_schedule(const ConvStages& st, const std::vector<KnobSpec>& sp
     // with symbolic rows, the rows (1-D: channel blocks) run in parallel inside serial batch
     // and channel-block loops. Rows alone split unevenly where there are few of them: 3
     // rows on 2 threads ran PP-OCRv4 rec's convs 1.4-1.8x slower than the static build.
+    //
+    // With symbolic rows and many channel blocks (depthwise layers: 48 blocks of 4 of 192
+    // channels), (n, oc block) fuse into the parallel loop instead and the rows run inside:
+    // one parallel loop per kernel, where the rows alone made one per channel block, each
+    // too short to split (PP-OCRv4 det's 5x5 depthwise layers ran no faster on 2 threads).
     const std::vector<arith::Expr>& shape = so.tensor()->shape();
     const bool static_rows = rank != 4 || shape[2].is_int_imm();
+    const bool many_blocks = shape[1].is_int_imm() &&
+                             (shape[1].int_value() + oc_block - 1) / oc_block >= kManyBlocks;
     if (static_rows) {
       te::IterVarRef outer = so.fuse(so.axis(0), oco);
       if (rank == 4) outer = so.fuse(outer, rows);
       so.parallel(outer);
+    } else if (many_blocks) {
+      so.parallel(so.fuse(so.axis(0), oco));
     } else {
       so.parallel(rows);
     }
