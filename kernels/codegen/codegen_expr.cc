@@ -217,16 +217,17 @@ Value* CodeGenLLVM::emit_load(const tir::Expr& e) {
   } else if (int64_t s = wide_stride(e->stride, t.lanes)) {
     // One contiguous (masked) load of s * lanes elements, and every s-th of them.
     auto* wide = llvm::FixedVectorType::get(mem, static_cast<unsigned>(s * t.lanes));
-    Value* all = b.CreateMaskedLoad(wide, element_address(buffer, index), align,
-                                    wide_mask(s, t.lanes, masked ? e->active : arith::Expr(), false),
-                                    llvm::Constant::getNullValue(wide));
+    Value* all =
+        b.CreateMaskedLoad(wide, element_address(buffer, index), align,
+                           wide_mask(s, t.lanes, masked ? e->active : arith::Expr(), false),
+                           llvm::Constant::getNullValue(wide));
     std::vector<int> pick;
     for (int l = 0; l < t.lanes; ++l) pick.push_back(static_cast<int>(l * s));
     v = b.CreateShuffleVector(all, pick);
   } else {
     Value* ptrs = element_address(buffer, lane_indices(index, emit_index(e->stride), t.lanes));
-    v = b.CreateMaskedGather(vec, ptrs, align, mask, masked ? llvm::Constant::getNullValue(vec)
-                                                            : nullptr);
+    v = b.CreateMaskedGather(vec, ptrs, align, mask,
+                             masked ? llvm::Constant::getNullValue(vec) : nullptr);
   }
   return from_memory(v, buffer.dtype());
 }

@@ -127,8 +127,8 @@ class CodeGenLLVM : public MathTargetHooks {
   // Whether every lane of a vector access at (index, stride) lies inside `buffer`'s stack
   // slot (a local buffer of static size): it may then read and write the inactive lanes
   // too, which keeps a register tile's masked remainder in registers.
-  bool in_stack_slot(const tir::Buffer& buffer, const arith::Expr& index,
-                     const arith::Expr& stride, int lanes);
+  bool in_stack_slot(const tir::Buffer& buffer, const arith::Expr& index, const arith::Expr& stride,
+                     int lanes);
   void bind_var(const arith::Expr& var, llvm::Value* value);
   void unbind_var(const arith::Expr& var);
 

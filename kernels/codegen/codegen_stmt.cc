@@ -165,8 +165,8 @@ void CodeGenLLVM::emit_store(const tir::Stmt& s) {
     for (int64_t j = 0; j < step * t.lanes; ++j) {
       spread.push_back(j % step == 0 ? static_cast<int>(j / step) : -1);
     }
-    b.CreateMaskedStore(b.CreateShuffleVector(value, spread), element_address(buffer, index),
-                        align, wide_mask(step, t.lanes, s->active, true));
+    b.CreateMaskedStore(b.CreateShuffleVector(value, spread), element_address(buffer, index), align,
+                        wide_mask(step, t.lanes, s->active, true));
   } else if (t.lanes > 1 && s->active.defined()) {
     emit_masked_store(s, index, value);
   } else if (t.lanes == 1 || (s->stride.is_int_imm() && s->stride.int_value() == 1)) {
@@ -188,13 +188,14 @@ void CodeGenLLVM::emit_masked_store(const tir::Stmt& s, Value* index, Value* val
   llvm::IRBuilder<>& b = *b_;
   const tir::Buffer& buffer = *s->buffer;
   const int lanes = s->value.type().lanes;
-  DYNVM_INTERNAL_CHECK(s->stride.is_int_imm() && s->stride.int_value() != 0,
-                       "masked store to ", buffer.name(), " with a stride that is not a nonzero constant");
+  DYNVM_INTERNAL_CHECK(s->stride.is_int_imm() && s->stride.int_value() != 0, "masked store to ",
+                       buffer.name(), " with a stride that is not a nonzero constant");
   llvm::Align align = element_align(buffer.dtype());
   Value* mask = active_mask(s->active, lanes);
   const bool contiguous = s->stride.int_value() == 1;
-  Value* ptr = contiguous ? element_address(buffer, index)
-                          : element_address(buffer, lane_indices(index, emit_index(s->stride), lanes));
+  Value* ptr = contiguous
+                   ? element_address(buffer, index)
+                   : element_address(buffer, lane_indices(index, emit_index(s->stride), lanes));
   if (contiguous && in_stack_slot(buffer, s->indices[0], s->stride, lanes)) {
     Value* old = b.CreateAlignedLoad(value->getType(), ptr, align);
     b.CreateAlignedStore(b.CreateSelect(mask, value, old), ptr, align);

@@ -195,8 +195,8 @@ te::Schedule conv_schedule(const ConvStages& st, const std::vector<KnobSpec>& sp
     // too short to split (PP-OCRv4 det's 5x5 depthwise layers ran no faster on 2 threads).
     const std::vector<arith::Expr>& shape = so.tensor()->shape();
     const bool static_rows = rank != 4 || shape[2].is_int_imm();
-    const bool many_blocks = shape[1].is_int_imm() &&
-                             (shape[1].int_value() + oc_block - 1) / oc_block >= kManyBlocks;
+    const bool many_blocks =
+        shape[1].is_int_imm() && (shape[1].int_value() + oc_block - 1) / oc_block >= kManyBlocks;
     if (static_rows) {
       te::IterVarRef outer = so.fuse(so.axis(0), oco);
       if (rank == 4) outer = so.fuse(outer, rows);
@@ -465,8 +465,14 @@ OpInstance conv_transpose_one_tap(const ConvGeometry& g, const TensorRef& X, con
   inst.knobs = reduction_knobs(out_shape);
   int64_t taps = 1;
   for (size_t d = 0; d < r; ++d) taps *= win.strides[d];
-  const int64_t oc_block =
-      largest_divisor(g.c_out, {std::max<int64_t>(16 / std::min<int64_t>(taps, 16), 1), 8, 4, 2});
+  // The most channels, halving from 16 / taps, that divide C_out.
+  int64_t oc_block = 1;
+  for (int64_t b = 16 / std::min<int64_t>(taps, 16); b > 1; b /= 2) {
+    if (g.c_out % b == 0) {
+      oc_block = b;
+      break;
+    }
+  }
   std::vector<int64_t> strides = win.strides;
   inst.schedule = [Y, A, oc_block, strides, specs = inst.knobs](const KnobValues& knobs) {
     te::Schedule s = te::create_schedule({Y});

@@ -125,8 +125,7 @@ std::optional<Expr> combine_distributed(arith::ExprKind op, const Expr& a, const
 
 // f(a) for a min / max tree a and f = (* c) or (floordiv c) with a constant c > 0, which
 // does not decrease: f(min(x, y)) == min(f(x), f(y)), and the same for max.
-std::optional<Expr> apply_monotonic(arith::ExprKind op, const Expr& a, const Expr& c,
-                                    int& budget) {
+std::optional<Expr> apply_monotonic(arith::ExprKind op, const Expr& a, const Expr& c, int& budget) {
   using K = arith::ExprKind;
   if (--budget < 0) return std::nullopt;
   if (a.kind() == K::kMin || a.kind() == K::kMax) {

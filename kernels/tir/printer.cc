@@ -25,8 +25,8 @@ std::string indices_str(const std::vector<arith::Expr>& v) {
 std::string ramp_str(const arith::Expr& base, const arith::Expr& stride, int lanes,
                      const arith::Expr& active = arith::Expr()) {
   if (active.defined()) {
-    return str_cat("ramp(", index_str(base), ", ", index_str(stride), ", ", lanes,
-                   ", active ", index_str(active), ")");
+    return str_cat("ramp(", index_str(base), ", ", index_str(stride), ", ", lanes, ", active ",
+                   index_str(active), ")");
   }
   return str_cat("ramp(", index_str(base), ", ", index_str(stride), ", ", lanes, ")");
 }
@@ -150,8 +150,7 @@ class Printer {
       case StmtKind::kStore:
         if (s->stride.defined()) {
           line(indent, str_cat(s->buffer->name(), "[",
-                               ramp_str(s->indices[0], s->stride, s->value.type().lanes,
-                                        s->active),
+                               ramp_str(s->indices[0], s->stride, s->value.type().lanes, s->active),
                                "] = ", expr(s->value)));
         } else {
           line(indent,

@@ -208,8 +208,7 @@ class Verifier {
   }
 
   void access(const BufferRef& b, const std::vector<arith::Expr>& indices,
-              const arith::Expr& stride, const arith::Expr& active, DataType t,
-              const char* what) {
+              const arith::Expr& stride, const arith::Expr& active, DataType t, const char* what) {
     if (b == nullptr) fail(what, " a null buffer");
     if (!buffers_.count(b.get())) fail(what, " buffer ", b->name(), " that is not in scope");
     if (t.elem != b->dtype()) {

@@ -294,7 +294,8 @@ class Partitioner : public StmtMutator {
     Expr main_extent = an_.simplify(hi - lo);
     Facts outer = facts_.count(v.id()) ? facts_[v.id()] : Facts{};
     facts_[v.id()] = {tighter(outer.lower, g.lower, true), tighter(outer.upper, g.upper, false)};
-    parts.push_back(visit_for(make_for(v, lo, main_extent, s->for_kind, main_body, s->thread_axis)));
+    parts.push_back(
+        visit_for(make_for(v, lo, main_extent, s->for_kind, main_body, s->thread_axis)));
     if (outer.lower.defined() || outer.upper.defined()) {
       facts_[v.id()] = outer;
     } else {

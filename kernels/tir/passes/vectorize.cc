@@ -287,8 +287,7 @@ class Vectorizer : public StmtMutator {
       return range.min >= 1 ? once : make_if(runs, once);
     }
     if (range.max <= kDefaultLanes) {
-      std::optional<Stmt> vec =
-          vectorize_body(v, s->min, covering_lanes(range.max), body, extent);
+      std::optional<Stmt> vec = vectorize_body(v, s->min, covering_lanes(range.max), body, extent);
       if (!vec) return serial;
       return range.min >= 1 ? *vec : make_if(runs, *vec);
     }

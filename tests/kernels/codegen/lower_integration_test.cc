@@ -1,8 +1,8 @@
 // The TIR pipeline (kernels/tir/lower.h) feeding code generation: multi-dimensional
 // buffers, a parallel outer loop and a vectorized inner loop of symbolic extent, lowered by
 // the real passes (vectorize splits and masks the remainder, flatten_storage flattens,
-// outline_parallel outlines) and compiled here. The core codegen tests do not depend on the passes; this one checks
-// that the two halves agree on the form of lowered TIR.
+// outline_parallel outlines) and compiled here. The core codegen tests do not depend on the passes;
+// this one checks that the two halves agree on the form of lowered TIR.
 #include "kernels/tir/lower.h"
 #include "kernels/tir/printer.h"
 #include "tests/kernels/codegen/codegen_test_util.h"
@@ -73,22 +73,21 @@ tir::PrimFunc tiled_transpose_func() {
   auto in_range = [&](const Var& j) { return arith::lt(jo * 16 + j, n); };
   tir::Stmt fill = tir::make_for(
       ji, 0, 16, ForKind::kVectorized,
-      tir::make_if(in_range(ji),
-                   tir::make_store(T, {ji}, tir::buffer_load(A, {jo * 16 + ji, i}) *
-                                                tir::make_const(tir::f32(), 2.0))));
+      tir::make_if(in_range(ji), tir::make_store(T, {ji},
+                                                 tir::buffer_load(A, {jo * 16 + ji, i}) *
+                                                     tir::make_const(tir::f32(), 2.0))));
   tir::Stmt drain = tir::make_for(
       jj, 0, 16, ForKind::kVectorized,
-      tir::make_if(in_range(jj), tir::make_store(C, {i, jo * 16 + jj},
-                                                 tir::buffer_load(T, {jj}) +
-                                                     tir::make_const(tir::f32(), 1.0))));
+      tir::make_if(in_range(jj),
+                   tir::make_store(C, {i, jo * 16 + jj},
+                                   tir::buffer_load(T, {jj}) + tir::make_const(tir::f32(), 1.0))));
   tir::PrimFunc f;
   f.name = "tiled_transpose";
   f.params = {A, C};
   f.num_inputs = 1;
-  f.body = tir::make_for(
-      i, 0, m, ForKind::kSerial,
-      tir::make_for(jo, 0, arith::floordiv(n + 15, 16), ForKind::kSerial,
-                    tir::make_allocate(T, tir::make_seq({fill, drain}))));
+  f.body = tir::make_for(i, 0, m, ForKind::kSerial,
+                         tir::make_for(jo, 0, arith::floordiv(n + 15, 16), ForKind::kSerial,
+                                       tir::make_allocate(T, tir::make_seq({fill, drain}))));
   return f;
 }
 
@@ -125,9 +124,10 @@ tir::PrimFunc pairs_func() {
   Var n("n"), i("i");
   BufferRef A = buffer("A", DType::kFloat32, {n, 2});
   BufferRef D = buffer("D", DType::kFloat32, {n, 2});
-  tir::Stmt body = tir::make_store(
-      D, {i, 0},
-      tir::buffer_load(A, {i, 1}) + tir::buffer_load(A, {i, 0}) * tir::make_const(tir::f32(), 10.0));
+  tir::Stmt body =
+      tir::make_store(D, {i, 0},
+                      tir::buffer_load(A, {i, 1}) +
+                          tir::buffer_load(A, {i, 0}) * tir::make_const(tir::f32(), 10.0));
   tir::PrimFunc f;
   f.name = "pairs";
   f.params = {A, D};

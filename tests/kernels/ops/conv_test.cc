@@ -262,8 +262,7 @@ std::vector<ConvCase> cases() {
        {{"parallel", 0}}},
       {"conv_t1d_one_tap", true, sym1(3), {3, 5, 2}, true, {{2}, {}, {}, 1, {}}, {}},
       // 8 output channels x 4 taps: register tiles of 4 channels.
-      {"conv_t2d_one_tap_blocked", true, sym2(4), {4, 8, 2, 2}, true, {{2, 2}, {}, {}, 1, {}},
-       {}},
+      {"conv_t2d_one_tap_blocked", true, sym2(4), {4, 8, 2, 2}, true, {{2, 2}, {}, {}, 1, {}}, {}},
   };
 }
 

@@ -25,9 +25,8 @@ int count_vector_stores(const Stmt& s, int lanes) {
 }
 
 int count_masked_stores(const Stmt& s) {
-  return count_stmts(s, [&](const Stmt& st) {
-    return st.kind() == StmtKind::kStore && st->active.defined();
-  });
+  return count_stmts(
+      s, [&](const Stmt& st) { return st.kind() == StmtKind::kStore && st->active.defined(); });
 }
 
 int count_vector_loads(const Stmt& s, int lanes, const std::string& stride) {
@@ -133,9 +132,11 @@ TEST(TirVectorize, IntegerDivisionByALoadedValueKeepsAScalarRemainder) {
   Var n("n"), i("i");
   auto A = buf("A", {n}, DType::kInt32), D = buf("D", {n}, DType::kInt32),
        C = buf("C", {n}, DType::kInt32);
-  PrimFunc f{"divide", {A, D, C}, 2,
-             make_for(i, 0, n, ForKind::kVectorized,
-                      make_store(C, {i}, load(A, {i}) / load(D, {i})))};
+  PrimFunc f{
+      "divide",
+      {A, D, C},
+      2,
+      make_for(i, 0, n, ForKind::kVectorized, make_store(C, {i}, load(A, {i}) / load(D, {i})))};
   PrimFunc g = vectorized(f);
   EXPECT_EQ(count_vector_stores(g.body, 16), 1) << to_string(g);
   EXPECT_EQ(count_masked_stores(g.body), 0) << to_string(g);
