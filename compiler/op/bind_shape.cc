@@ -70,6 +70,55 @@ KernelBinding bind_split(const BindContext& ctx) {
   });
 }
 
+// Each element of input i a constant, or nullopt where it is known only at run time;
+// nullopt as a whole where the input's values are not tracked.
+std::optional<std::vector<std::optional<int64_t>>> entry_ints(const BindContext& ctx, size_t i) {
+  const ValueFacts& f = ctx.input(i);
+  if (f.constant.defined()) {
+    std::vector<int64_t> v = ctx.const_ints(i, "Slice's entries");
+    return std::vector<std::optional<int64_t>>(v.begin(), v.end());
+  }
+  if (!f.value) return std::nullopt;
+  std::vector<std::optional<int64_t>> out;
+  for (const Dim& d : *f.value) {
+    out.push_back(d.is_const() ? std::optional<int64_t>(d.value()) : std::nullopt);
+  }
+  return out;
+}
+
+// Slice with constant axes and steps whose unknown starts or ends the output's dims stand
+// for (a crop to another tensor's size): a plain strided copy (ops::slice_to), not a kernel
+// that reads the entries. Nullopt where an entry needs its values.
+std::optional<KernelBinding> bind_slice_to(const BindContext& ctx) {
+  for (size_t i : {size_t{3}, size_t{4}}) {
+    if (ctx.has_input(i) && !ctx.input(i).constant.defined() && !all_const(ctx.input(i).value)) {
+      return std::nullopt;
+    }
+  }
+  std::optional<std::vector<std::optional<int64_t>>> starts = entry_ints(ctx, 1),
+                                                     ends = entry_ints(ctx, 2);
+  if (!starts || !ends || starts->size() != ends->size()) return std::nullopt;
+  std::vector<int64_t> axes, steps;
+  if (ctx.has_input(3)) axes = ctx.const_ints(3, "Slice's axes");
+  if (ctx.has_input(4)) steps = ctx.const_ints(4, "Slice's steps");
+  for (size_t k = 0; k < starts->size(); ++k) {
+    const int64_t step = steps.size() == starts->size() ? steps[k] : 1;
+    if (!(*starts)[k] && (!(*ends)[k] || (step != 1 && step != -1))) return std::nullopt;
+  }
+  std::string key;
+  std::vector<arith::Expr> shape = output_shape(ctx, 0, &key);
+  auto text = [](const std::vector<std::optional<int64_t>>& v) {
+    std::string out;
+    for (const auto& e : v) out += (e ? std::to_string(*e) : std::string("?")) + ",";
+    return out;
+  };
+  std::string parts = "starts=" + text(*starts) + ";ends=" + text(*ends) +
+                      ";axes=" + key_ints(axes) + ";steps=" + key_ints(steps) + key;
+  return kernel_binding(ctx, "Slice", parts, {0}, [=, s = *starts, e = *ends](const auto& t) {
+    return ops::slice_to(t[0], s, e, axes, steps, shape);
+  });
+}
+
 KernelBinding bind_slice(const BindContext& ctx) {
   bool known = true;
   for (size_t i = 1; i < 5; ++i) {
@@ -78,6 +127,7 @@ KernelBinding bind_slice(const BindContext& ctx) {
     }
   }
   if (!known) {
+    if (std::optional<KernelBinding> crop = bind_slice_to(ctx)) return *crop;
     // Read by the kernel at run time; the output's dims come from the type (the same
     // window expressions, computed on the host).
     std::string key;

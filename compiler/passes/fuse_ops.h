@@ -1,9 +1,9 @@
-// Operator fusion: a call that can take an epilogue (conv, matmul, gemm, any elementwise
-// op) and the elementwise calls after it that read only its result, values from before and
-// scalar constants become one primitive function (`fn @fused3_Conv_x9(...) primitive`),
-// which lowering compiles into ONE kernel that writes its output once: PP-OCR's
-// conv -> mul -> add -> hard-swish -> mul -> add chains, an LSTM cell's matmul -> add ->
-// sigmoid.
+// Operator fusion: a call that can take an epilogue (conv, matmul, gemm, slice, any
+// elementwise op) and the elementwise calls after it that read only its result, values
+// from before and scalar constants become one primitive function (`fn @fused3_Conv_x9(...)
+// primitive`), which lowering compiles into ONE kernel that writes its output once:
+// PP-OCR's conv -> mul -> add -> hard-swish -> mul -> add chains, an LSTM cell's matmul ->
+// add -> sigmoid, a crop -> add -> relu.
 //
 // Rules (compiler/passes/README.md):
 //   - a follower is an elementwise call (its kernels/ops builder sets

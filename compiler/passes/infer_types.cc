@@ -130,7 +130,12 @@ Info join_info(const Info& a, const Info& b, const std::string& where) {
 class TypeInferencer : public ExprMutator {
  public:
   explicit TypeInferencer(const Module& m) : module_(m) {
-    for (const DimSymbol& d : m.dims) analyzer_.bind(d.var, d.min, d.max);
+    // No tensor dim comes near 2^48 elements (that many bytes are 256 TiB), and knowing
+    // it lets clamps against "past the end" (Slice's 2^48) drop out of the types.
+    constexpr int64_t kLargestDim = int64_t{1} << 48;
+    for (const DimSymbol& d : m.dims) {
+      analyzer_.bind(d.var, d.min, std::max(d.min, std::min(d.max, kLargestDim)));
+    }
   }
 
   // What was known about each let-bound tensor, after run().

@@ -276,21 +276,42 @@ bool Simplifier::prove_nonpositive_by_rewriting(const Poly& d) {
     if (substituted && prove_nonpositive(bounded)) return true;
 
     // c*k*(X floordiv c) == k*(X - X floormod c): exposes the remainder's bounds, e.g.
-    // ((n + 15) floordiv 16)*16 >= n.
-    Poly rewritten = d;
-    bool changed = false;
-    for (const Term& t : d.terms()) {
-      if (t.monomial.atoms.size() != 1) continue;
+    // ((n + 15) floordiv 16)*16 >= n. d is first scaled by the least m that makes every
+    // such term's coefficient a multiple of its divisor; as d is an integer, m*d <= m - 1
+    // proves d <= 0, e.g. ((h + 7) floordiv 8)*2 >= (h + 3) floordiv 4 (m = 4).
+    auto div_atom = [](const Term& t) -> const Expr* {
+      if (t.monomial.atoms.size() != 1) return nullptr;
       const Expr& atom = t.monomial.atoms[0];
-      if (atom.kind() != ExprKind::kFloorDiv || !atom.operand(1).is_int_imm()) continue;
-      int64_t c = atom.operand(1).int_value();
-      if (c <= 0 || t.coeff % c != 0) continue;
-      Poly x = linear_form_or_atom(atom.operand(0));
+      if (atom.kind() != ExprKind::kFloorDiv || !atom.operand(1).is_int_imm() ||
+          atom.operand(1).int_value() <= 0) {
+        return nullptr;
+      }
+      return &atom;
+    };
+    constexpr int64_t kMaxScale = 1024;
+    int64_t m = 1;
+    for (const Term& t : d.terms()) {
+      const Expr* atom = div_atom(t);
+      if (atom == nullptr) continue;
+      const int64_t c = (*atom).operand(1).int_value();
+      const int64_t need = c / fit_or_throw(checked_gcd(t.coeff, c));
+      m = m / fit_or_throw(checked_gcd(m, need)) * need;
+      if (m > kMaxScale) return false;
+    }
+    Poly scaled = scale(d, m);
+    Poly rewritten = scaled;
+    bool changed = false;
+    for (const Term& t : scaled.terms()) {
+      const Expr* atom = div_atom(t);
+      if (atom == nullptr) continue;
+      const int64_t c = (*atom).operand(1).int_value();
+      if (t.coeff % c != 0) continue;
+      Poly x = linear_form_or_atom((*atom).operand(0));
       Poly exact = scale(sub(x, floormod_const(x, c)), t.coeff / c);
-      rewritten = add(sub(rewritten, scale(Poly::atom(atom), t.coeff)), exact);
+      rewritten = add(sub(rewritten, scale(Poly::atom(*atom), t.coeff)), exact);
       changed = true;
     }
-    if (changed && prove_nonpositive(rewritten)) return true;
+    if (changed && prove_nonpositive(add_constant(rewritten, 1 - m))) return true;
   } catch (PolyOverflow&) {
   }
   return false;

@@ -6,6 +6,7 @@
 #include "kernels/ops/norm.h"
 
 #include <functional>
+#include <optional>
 
 #include "kernels/arith/simplify.h"
 #include "kernels/ops/elementwise.h"
@@ -166,10 +167,18 @@ std::function<te::Schedule(const KnobValues&)> norm_schedule(
   };
 }
 
+// Rows of the output per block of the row-local schedule: each stage's buffer holds a block
+// (a softmax's exponentials: 8 rows of the last axis), so a block's passes stay in the
+// cache and a workspace is allocated once per block.
+constexpr int64_t kRowBlock = 8;
+
 // The schedule of an op whose reductions are lane_reduce stages: the partials as vector
-// loops, the lanes and tails as reductions, `combined` (lane_reduce's results) computed
-// at the root, `elementwise` (full-size intermediates) and the output with the injective
-// template.
+// loops, the lanes and tails as reductions, `combined` (lane_reduce's results) and
+// `elementwise` (full-size intermediates) like the output, vectorized. With rows (rank >= 2)
+// and no row outputs, every stage is computed per block of kRowBlock rows of the output
+// (the last row dim split, fused with the dims outside it into the parallel loop), so a
+// row is read from memory once and written once; otherwise every stage runs at the root
+// over the whole tensor.
 std::function<te::Schedule(const KnobValues&)> lane_schedule(
     std::vector<KnobSpec> specs, te::TensorRef out, LaneStages stages,
     std::vector<te::TensorRef> combined, std::vector<te::TensorRef> row_outputs = {},
@@ -178,11 +187,83 @@ std::function<te::Schedule(const KnobValues&)> lane_schedule(
     bool parallel = knob_value(specs, knobs, "parallel") != 0;
     const int64_t vector_width = knob_value(specs, knobs, "vector_width");
     te::Schedule s = create_norm_schedule(out, row_outputs, parallel);
-    for (const te::TensorRef& p : stages.partials) schedule_lanes(s, p, parallel);
-    for (const te::TensorRef& t : stages.scalars) schedule_reduction(s, t, parallel);
-    for (const te::TensorRef& t : combined) schedule_injective(s, t, 1, parallel);
-    for (const te::TensorRef& t : elementwise) schedule_injective(s, t, vector_width, parallel);
-    schedule_injective(s, out, vector_width, parallel);
+    te::Stage& y = s[out];
+    const size_t rank = y.num_axes();
+    if (!row_outputs.empty() || rank < 2) {
+      for (const te::TensorRef& p : stages.partials) schedule_lanes(s, p, parallel);
+      for (const te::TensorRef& t : stages.scalars) schedule_reduction(s, t, parallel);
+      for (const te::TensorRef& t : combined) schedule_injective(s, t, 1, parallel);
+      for (const te::TensorRef& t : elementwise) schedule_injective(s, t, vector_width, parallel);
+      schedule_injective(s, out, vector_width, parallel);
+      return s;
+    }
+    auto [block, in_block] = y.split(y.axis(rank - 2), kRowBlock);
+    te::IterVarRef rows = block;
+    for (size_t d = rank - 2; d-- > 0;) rows = y.fuse(y.axis(d), rows);
+    auto vectorize_last = [&](te::Stage& stage) {
+      te::IterVarRef last = stage.axis(stage.num_axes() - 1);
+      if (vector_width > 1) last = stage.split(last, vector_width).second;
+      stage.vectorize(last);
+    };
+    vectorize_last(y);
+    if (parallel) y.parallel(rows);
+    for (const te::TensorRef& p : stages.partials) {
+      s[p].compute_at(y, rows);
+      schedule_lanes(s, p, false);
+    }
+    for (const te::TensorRef& t : stages.scalars) s[t].compute_at(y, rows);
+    for (const te::TensorRef& t : combined) s[t].compute_at(y, rows);
+    for (const te::TensorRef& t : elementwise) {
+      s[t].compute_at(y, rows);
+      vectorize_last(s[t]);
+    }
+    return s;
+  };
+}
+
+// The schedule of a normalization over axes that leave the last one out (softmax over the
+// channels of NCHW): the output's kept axes run outside (fused, parallel), the reduced
+// ones inside them, the last axis innermost as a vector loop. The row stages (`stages`,
+// producers first) are computed at the fused kept loop, each with its reduction loops
+// outside its last axis, which is again a vector loop: every pass over a row's elements
+// runs in vector lanes and stays in the cache, where a per-position reduction would run
+// its short reduction innermost in scalars over strided elements.
+std::function<te::Schedule(const KnobValues&)> across_schedule(std::vector<KnobSpec> specs,
+                                                               te::TensorRef out,
+                                                               std::vector<te::TensorRef> stages,
+                                                               std::vector<bool> reduced) {
+  return [=](const KnobValues& knobs) {
+    const bool parallel = knob_value(specs, knobs, "parallel") != 0;
+    te::Schedule s = te::create_schedule({out});
+    te::Stage& y = s[out];
+    const size_t rank = reduced.size();
+    std::vector<te::IterVarRef> kept, order;
+    for (size_t d = 0; d + 1 < rank; ++d) {
+      if (!reduced[d]) kept.push_back(y.axis(d));
+    }
+    order = kept;
+    for (size_t d = 0; d + 1 < rank; ++d) {
+      if (reduced[d]) order.push_back(y.axis(d));
+    }
+    order.push_back(y.axis(rank - 1));
+    y.reorder(order);
+    y.vectorize(y.axis(rank - 1));
+    std::optional<te::IterVarRef> row;
+    if (!kept.empty()) {
+      row = kept[0];
+      for (size_t k = 1; k < kept.size(); ++k) row = y.fuse(*row, kept[k]);
+      if (parallel) y.parallel(*row);
+    }
+    for (const te::TensorRef& t : stages) {
+      te::Stage& stage = s[t];
+      if (row) stage.compute_at(y, *row);
+      std::vector<te::IterVarRef> inner;
+      for (size_t d = 0; d + 1 < rank; ++d) inner.push_back(stage.axis(d));
+      for (size_t r = 0; r < stage.num_reduce_axes(); ++r) inner.push_back(stage.reduce_axis(r));
+      inner.push_back(stage.axis(rank - 1));
+      stage.reorder(inner);
+      stage.vectorize(stage.axis(rank - 1));
+    }
     return s;
   };
 }
@@ -280,7 +361,8 @@ OpInstance softmax_like(bool log, const TensorType& x, int64_t axis) {
   });
   te::TensorRef out = softmax_output(log, x, in, g, m, s);
   OpInstance op = softmax_instance(log, x, in, out);
-  op.schedule = norm_schedule(op.knobs, out, {m, s});
+  op.schedule = g.reduced.back() ? norm_schedule(op.knobs, out, {m, s})
+                                 : across_schedule(op.knobs, out, {m, s}, g.reduced);
   return op;
 }
 

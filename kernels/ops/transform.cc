@@ -212,9 +212,16 @@ OpInstance split(const TensorType& x, int64_t axis, const std::vector<Expr>& siz
   return op;
 }
 
-OpInstance slice(const TensorType& x, const std::vector<int64_t>& starts,
-                 const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
-                 const std::vector<int64_t>& steps) {
+namespace {
+
+// Slice with constant axes and steps, and starts / ends each a constant or known only at
+// run time (nullopt). Without `given` every start and end is a constant and the output's
+// dims are computed here; with it they are the given dims, and each entry places its
+// window by whichever side is a constant (an unknown start needs a step of 1 or -1).
+OpInstance slice_impl(const TensorType& x, const std::vector<std::optional<int64_t>>& starts,
+                      const std::vector<std::optional<int64_t>>& ends,
+                      const std::vector<int64_t>& axes, const std::vector<int64_t>& steps,
+                      const std::vector<Expr>* given, const FusedEpilogue* epilogue) {
   size_t rank = x.shape.size();
   size_t n = starts.size();
   if (ends.size() != n) user_error("slice: ", n, " starts but ", ends.size(), " ends");
@@ -223,8 +230,11 @@ OpInstance slice(const TensorType& x, const std::vector<int64_t>& starts,
   if (!steps.empty() && steps.size() != n) {
     user_error("slice: ", n, " starts but ", steps.size(), " steps");
   }
+  if (given != nullptr && given->size() != rank) {
+    user_error("slice: an output of rank ", given->size(), " for ", rank);
+  }
   arith::Analyzer analyzer = dims_analyzer({x.shape});
-  std::vector<Expr> shape = x.shape;
+  std::vector<Expr> shape = given != nullptr ? *given : x.shape;
   std::vector<Expr> first(rank, arith::make_int(0));  // the input index of output index 0
   std::vector<int64_t> stride(rank, 1);
   std::vector<bool> sliced(rank, false);
@@ -245,19 +255,28 @@ OpInstance slice(const TensorType& x, const std::vector<int64_t>& starts,
       if (v >= 0) return arith::min(Expr(v), hi);
       return both ? clamp(d + v, lo, hi) : arith::max(d + v, lo);
     };
-    Expr start, count;
-    if (step > 0) {
-      start = position(starts[j], 0, d, false);
-      Expr end = position(ends[j], 0, d, false);
-      count = arith::max(arith::floordiv(end - start + (step - 1), step), 0);
-    } else {
-      start = position(starts[j], 0, d - 1, true);
-      Expr end = position(ends[j], -1, d - 1, false);
-      count = arith::max(arith::floordiv(start - end + (-step - 1), -step), 0);
+    const bool forward = step > 0;
+    std::optional<Expr> start, end;
+    if (starts[j]) {
+      start = forward ? position(*starts[j], 0, d, false) : position(*starts[j], 0, d - 1, true);
     }
-    first[a] = analyzer.simplify(start);
+    if (ends[j])
+      end = forward ? position(*ends[j], 0, d, false) : position(*ends[j], -1, d - 1, false);
+    if (given == nullptr) {
+      if (!start || !end) user_error("slice: every start and end must be a constant");
+      shape[a] = forward ? arith::max(arith::floordiv(*end - *start + (step - 1), step), 0)
+                         : arith::max(arith::floordiv(*start - *end + (-step - 1), -step), 0);
+    }
+    if (!start) {
+      // With a step of 1 the window ends where the end is: it starts count before it.
+      if (!end || (step != 1 && step != -1)) {
+        user_error("slice: an entry with an unknown start needs a constant end and a step of 1");
+      }
+      start = forward ? *end - shape[a] : *end + shape[a];
+    }
+    first[a] = analyzer.simplify(*start);
     stride[a] = step;
-    shape[a] = analyzer.simplify(count);
+    shape[a] = analyzer.simplify(shape[a]);
   }
   te::TensorRef in = te::placeholder("X", x.shape, x.dtype);
   te::TensorRef out = te::compute("Y", shape, [&](const te::Indices& i) {
@@ -267,9 +286,38 @@ OpInstance slice(const TensorType& x, const std::vector<int64_t>& starts,
       Expr pos = stride[k] == 1 ? Expr(i[k]) : i[k] * stride[k];
       idx[k] = is_const(first[k], 0) ? pos : first[k] + pos;
     }
-    return te::read(in, idx);
+    tir::Expr v = te::read(in, idx);
+    return epilogue != nullptr ? epilogue->apply(v, i) : v;
   });
-  return injective_op("slice_" + dtype_suffix(x.dtype), {in}, out);
+  std::string name = "slice_" + dtype_suffix(x.dtype);
+  std::vector<te::TensorRef> inputs{in};
+  if (epilogue != nullptr) {
+    name += epilogue->name;
+    inputs.insert(inputs.end(), epilogue->inputs.begin(), epilogue->inputs.end());
+  }
+  return injective_op(std::move(name), std::move(inputs), out);
+}
+
+std::vector<std::optional<int64_t>> all_known(const std::vector<int64_t>& v) {
+  return {v.begin(), v.end()};
+}
+
+}  // namespace
+
+OpInstance slice(const TensorType& x, const std::vector<int64_t>& starts,
+                 const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
+                 const std::vector<int64_t>& steps) {
+  return with_epilogue_builder([=](const FusedEpilogue* e) {
+    return slice_impl(x, all_known(starts), all_known(ends), axes, steps, nullptr, e);
+  });
+}
+
+OpInstance slice_to(const TensorType& x, const std::vector<std::optional<int64_t>>& starts,
+                    const std::vector<std::optional<int64_t>>& ends,
+                    const std::vector<int64_t>& axes, const std::vector<int64_t>& steps,
+                    const std::vector<Expr>& shape) {
+  return with_epilogue_builder(
+      [=](const FusedEpilogue* e) { return slice_impl(x, starts, ends, axes, steps, &shape, e); });
 }
 
 SliceWindow slice_window(const Expr& d, const Expr& start, const Expr& end, const Expr& step) {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "kernels/ops/op.h"
@@ -39,9 +40,21 @@ OpInstance split(const TensorType& x, int64_t axis, const std::vector<arith::Exp
 // and empty steps means all 1. Negative starts/ends count from the end of the dim; both are
 // then clamped ([0, d] for positive steps, [0, d-1] / [-1, d-1] for negative ones), so
 // out-of-range ends (INT64_MAX, INT64_MIN) mean "to the end". Zero steps are a UserError.
+// It takes an epilogue (with_epilogue), as slice_to does: a crop followed by an add and an
+// activation is one kernel.
 OpInstance slice(const TensorType& x, const std::vector<int64_t>& starts,
                  const std::vector<int64_t>& ends, const std::vector<int64_t>& axes = {},
                  const std::vector<int64_t>& steps = {});
+
+// ONNX Slice with constant axes and steps whose starts or ends may be known only at run
+// time (nullopt), as when a tensor is cropped to another's size (`x[:, :, :h, :w]`, the
+// ends from a Shape): `shape` is the output's (its dims bound from the output argument),
+// so an unknown end needs no value. An unknown start needs a constant end and a step of 1
+// or -1 (the window then ends at the end); otherwise use slice_at_run_time.
+OpInstance slice_to(const TensorType& x, const std::vector<std::optional<int64_t>>& starts,
+                    const std::vector<std::optional<int64_t>>& ends,
+                    const std::vector<int64_t>& axes, const std::vector<int64_t>& steps,
+                    const std::vector<arith::Expr>& shape);
 
 // One axis of an ONNX Slice whose bounds may be known only at run time: for a dim `d` and
 // (defaulted) start, end and step (non-zero, of any sign), the input index of output index

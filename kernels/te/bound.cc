@@ -271,7 +271,7 @@ Region infer_region(const StageLoops& consumer, const tir::Expr& consumer_body, 
   std::unordered_map<const AxisNode*, Range> ranges;
   const auto& leaves = stage.leaf_axes();
   for (size_t i = 0; i < leaves.size(); ++i) {
-    if (i <= attach_pos) {
+    if (attach_pos != kNoFixedLoops && i <= attach_pos) {
       ranges[leaves[i].get()] = point(leaves[i]->var);
     } else {
       ranges[leaves[i].get()] = Range{Expr(0), consumer.extent.at(leaves[i].get()) - Expr(1)};
@@ -358,6 +358,18 @@ Region infer_region(const StageLoops& consumer, const tir::Expr& consumer_body, 
     lo = analyzer.simplify(lo);
     out.min.push_back(lo);
     out.extent.push_back(region_extent(analyzer.simplify(hi), lo, analyzer));
+  }
+  return out;
+}
+
+Region region_union(const Region& a, const Region& b, const arith::Analyzer& analyzer) {
+  Region out;
+  for (size_t d = 0; d < a.min.size(); ++d) {
+    Expr lo = analyzer.simplify(arith::min(a.min[d], b.min[d]));
+    Expr hi = analyzer.simplify(
+        arith::max(a.min[d] + a.extent[d] - Expr(1), b.min[d] + b.extent[d] - Expr(1)));
+    out.min.push_back(lo);
+    out.extent.push_back(region_extent(hi, lo, analyzer));
   }
   return out;
 }

@@ -51,8 +51,13 @@ struct Region {
   std::vector<arith::Expr> min;
   std::vector<arith::Expr> extent;
 };
+// With attach_pos == kNoFixedLoops, every loop of the consumer runs: the region a stage
+// computed inside the same loop reads in all its iterations.
+inline constexpr size_t kNoFixedLoops = static_cast<size_t>(-1);
 Region infer_region(const StageLoops& consumer, const tir::Expr& consumer_body, size_t attach_pos,
                     const Tensor* producer, const std::vector<arith::Expr>& shape,
                     const arith::Analyzer& analyzer);
+// Per dim, the smallest range holding both regions.
+Region region_union(const Region& a, const Region& b, const arith::Analyzer& analyzer);
 
 }  // namespace dynvm::te

@@ -14,6 +14,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -329,10 +330,16 @@ class Lowerer {
         user_error("compute_at: ", stage->name(), " is attached to ", consumer->name(),
                    ", which is inlined");
       }
+      // Another reader must be computed at the same loop of the same consumer (after this
+      // stage, as producers come first): softmax's row max, read by the row's sum and by
+      // the output, both inside the output's row loop.
       for (const Stage* reader : info.consumers) {
-        if (reader != consumer) {
+        if (reader == consumer) continue;
+        if (reader->attach_kind() != AttachKind::kAt || reader->attach_stage() != consumer ||
+            reader->attach_axis() != stage->attach_axis()) {
           user_error("compute_at: ", stage->name(), " is also read by ", reader->name(),
-                     "; it may only be read by ", consumer->name(), ", where it is computed");
+                     "; it may only be read by ", consumer->name(),
+                     ", where it is computed, and by stages computed at the same loop");
         }
       }
       DYNVM_INTERNAL_CHECK(infos_.at(consumer).live, "compute_at into dead stage ",
@@ -392,11 +399,20 @@ class Lowerer {
         for (const auto& [p, list] : consumer.attached) {
           if (std::find(list.begin(), list.end(), &info) != list.end()) pos = p;
         }
-        Region region = infer_region(consumer.loops, consumer.body, pos, stage.tensor().get(),
-                                     shape, analyzer_);
-        loops.root_min = region.min;
-        loops.root_extent = region.extent;
-        for (const Expr& e : region.extent) loops.root_loop_extent.push_back(constant_bound(e));
+        // What the consumer reads under the loop, and what each sibling reader (attached
+        // at the same loop, which it may be the only reader of) reads in all its iterations.
+        std::optional<Region> region;
+        for (const Stage* reader : info.consumers) {
+          const bool direct = reader == stage.attach_stage();
+          const StageInfo& r = direct ? consumer : infos_.at(reader);
+          Region read = infer_region(r.loops, r.body, direct ? pos : kNoFixedLoops,
+                                     stage.tensor().get(), shape, analyzer_);
+          region = region ? region_union(*region, read, analyzer_) : read;
+        }
+        DYNVM_INTERNAL_CHECK(region.has_value(), "compute_at: ", stage.name(), " has no reader");
+        loops.root_min = region->min;
+        loops.root_extent = region->extent;
+        for (const Expr& e : region->extent) loops.root_loop_extent.push_back(constant_bound(e));
       } else {
         for (const Expr& dim : shape) {
           Expr extent = analyzer_.simplify(dim);

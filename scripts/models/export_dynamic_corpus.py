@@ -2,7 +2,7 @@
 """Exports the dynamic-shape corpus of the end-to-end tests (tests/e2e/models/dynamic/) from
 PyTorch (Debian's python3-torch 1.13) and writes PyTorch references for every case.
 
-Twelve small models whose shapes vary at run time: symbolic dims from dynamic_axes, sizes
+Fourteen small models whose shapes vary at run time: symbolic dims from dynamic_axes, sizes
 computed from shapes (Shape -> arithmetic -> ConstantOfShape / Range / Pad / Reshape), and
 sizes computed from *values* (NonZero, TopK with a data-dependent k, a Slice bound read from
 an input, a decode loop that stops on a token). Models without data-dependent control flow
@@ -24,6 +24,7 @@ are traced; the two that need it (greedy_decode_early_exit, threshold_nonzero) a
   detect_and_count         x f32[batch, 3, height, width], ids i64[n]
                              -> points i64[n_points, 3], values f32[n_points], hist f32[10],
                                 classes i64[n_classes], inverse i64[n]
+  segment_crop             x f32[batch, 3, height, width] -> y f32[batch, 2, out_h, out_w]
 
 Opset 17 for all (the newest torch 1.13 exports). The declared shapes of the graph outputs
 are rewritten to the dynamic_axes names (static sizes elsewhere), as export_loop_models.py
@@ -437,6 +438,37 @@ def detect_and_count_cases():
     return cases
 
 
+# ---------------------------------------------------------------- 14. segment_crop
+
+class SegmentCrop(nn.Module):
+    """A small segmentation net as U-Net exports write it: stride-2 convolutions down
+    (depthwise-separable, hard-swish), ConvTranspose x2 up, each upsampled map cropped to
+    its skip's size (odd sizes make it one larger) with `up[:, :, :skip.shape[2],
+    :skip.shape[3]]`, and a softmax over the classes (the channel axis)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, 2, 1)
+        self.dw = nn.Conv2d(8, 8, 3, 2, 1, groups=8)
+        self.pw = nn.Conv2d(8, 16, 1)
+        self.up1 = nn.ConvTranspose2d(16, 8, 2, 2)
+        self.up2 = nn.ConvTranspose2d(8, 4, 2, 2)
+        self.head = nn.Conv2d(4, 2, 1)
+        init_seeded(self, 13, scale=1.0)
+
+    def forward(self, x):
+        a = torch.relu(self.stem(x))
+        b = torch.relu(self.pw(F.hardswish(self.dw(a))))
+        u = torch.relu(self.up1(b)[:, :, :a.shape[2], :a.shape[3]] + a)
+        v = self.up2(u)[:, :, :x.shape[2] // 2 * 2, :x.shape[3] // 2 * 2]
+        return torch.softmax(self.head(torch.relu(v)), dim=1)
+
+
+def segment_crop_cases():
+    return [{"x": torch.randn(b, 3, h, w, generator=gen(1400 + k))}
+            for k, (b, h, w) in enumerate([(1, 9, 13), (2, 16, 20), (1, 33, 47), (1, 2, 3)])]
+
+
 # ---------------------------------------------------------------- the corpus
 
 # name: (module factory, cases, input names, output names, dynamic_axes, export mode)
@@ -486,6 +518,10 @@ MODELS = {
         {"x": {0: "batch", 2: "height", 3: "width"}, "ids": {0: "n"},
          "points": {0: "n_points"}, "values": {0: "n_points"}, "classes": {0: "n_classes"},
          "inverse": {0: "n"}}, "trace"),
+    "segment_crop": (
+        SegmentCrop, segment_crop_cases, ["x"], ["y"],
+        {"x": {0: "batch", 2: "height", 3: "width"}, "y": {0: "batch", 2: "out_h", 3: "out_w"}},
+        "trace"),
 }
 
 

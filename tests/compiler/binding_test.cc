@@ -111,6 +111,38 @@ TEST(Binding, CompileTimeInputsAreInTheKeyNotTheArguments) {
   EXPECT_NE(rt.key.find("run_time"), std::string::npos) << rt.key;
 }
 
+// Entries whose values type inference knows only as dims (a crop to another tensor's size:
+// ends from Shape -> Gather -> Unsqueeze) need no kernel argument: the output's dims carry
+// them, and the kernel is a plain strided copy that takes an epilogue. A start known only
+// as a dim needs a constant end and a unit step; otherwise the kernel reads the entries.
+TEST(Binding, SliceEndsKnownAsDimsComeFromTheOutputType) {
+  arith::Var w("w"), h("h");
+  ValueFacts x = tensor_facts(vm::DType::kFloat32, {Dim(4), Dim(w)});
+  ValueFacts ends = tensor(vm::DType::kInt64, {1});
+  ends.value = std::vector<Dim>{Dim(h)};
+  const Type y = tensor_type(vm::DType::kFloat32, {Dim(4), Dim(h)});
+  KernelBinding crop = bind("Slice", {}, {x, i64_constant({0}), ends, i64_constant({1})}, {y});
+  EXPECT_EQ(crop.args, std::vector<size_t>{0});
+  EXPECT_EQ(crop.key.find("run_time"), std::string::npos) << crop.key;
+  ops::TensorType xt;
+  xt.shape = {arith::make_int(4), arith::Expr(w)};
+  ops::OpInstance op = crop.build({xt});
+  EXPECT_TRUE(op.with_epilogue != nullptr);
+  ASSERT_EQ(op.outputs[0]->shape().size(), 2u);
+  EXPECT_FALSE(op.outputs[0]->shape()[1].is_int_imm());  // bound from the output argument
+  // The last h elements: the start is a dim, the end ("to the end") a constant.
+  ValueFacts starts = tensor(vm::DType::kInt64, {1});
+  starts.value = std::vector<Dim>{Dim(arith::Expr(w) - arith::Expr(h))};
+  KernelBinding tail =
+      bind("Slice", {}, {x, starts, i64_constant({INT64_MAX}), i64_constant({1})}, {y});
+  EXPECT_EQ(tail.args, std::vector<size_t>{0});
+  // With a step of 2 the window cannot be placed from its end: the kernel reads the entries.
+  KernelBinding strided =
+      bind("Slice", {},
+           {x, starts, i64_constant({INT64_MAX}), i64_constant({1}), i64_constant({2})}, {y});
+  EXPECT_NE(strided.key.find("run_time"), std::string::npos) << strided.key;
+}
+
 TEST(Binding, ConvSamePaddingComesFromTheArgumentTypes) {
   ValueFacts x = tensor(vm::DType::kFloat32, {1, 2, 7, 7}),
              w = tensor(vm::DType::kFloat32, {4, 2, 3, 3});

@@ -172,6 +172,20 @@ TEST_F(ArithSimplify, FoldsMinAndMaxWithBounds) {
   EXPECT_EQ(simplified("min(i*2, i + 16)"), "i*2");
 }
 
+// Quotients by different divisors compared through a common multiple: a map downsampled
+// twice by 2 (then by 8 in all) and upsampled by 2 is never smaller than the map
+// downsampled twice, so cropping it to that size is the min's one side.
+TEST_F(ArithSimplify, ComparesQuotientsOfDifferentDivisors) {
+  analyzer_.bind(var("x"), 0, kPosInf);
+  EXPECT_EQ(simplified("min(((x + 7) // 8)*2, (x + 3) // 4)"), "(x + 3) floordiv 4");
+  EXPECT_EQ(simplified("max(((x + 3) // 4)*2, (x + 1) // 2)"), "((x + 3) floordiv 4)*2");
+  EXPECT_EQ(simplified("(x + 1) // 2 <= ((x + 3) // 4)*2"), "true");
+  EXPECT_EQ(simplified("min((x // 8)*2, (x + 3) // 4)"), "(x floordiv 8)*2");
+  // Either side can be the smaller (x = 0 and x = 8): stays.
+  EXPECT_EQ(simplified("min((x // 4)*4, (x + 1) // 2 + 1)"),
+            "min((x + 1) floordiv 2 + 1, (x floordiv 4)*4)");
+}
+
 TEST_F(ArithSimplify, UsesSymbolicRanges) {
   analyzer_.bind(var("n"), 1, kPosInf);
   analyzer_.bind(var("i"), make_int(0), var("n") - 1);

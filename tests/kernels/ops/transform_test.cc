@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "kernels/arith/analyzer.h"
 #include "tests/kernels/ops/op_test_util.h"
@@ -299,12 +300,37 @@ class Slice : public ::testing::Test {
     ops.push_back({"static_3d_bool", slice({kBool, dims({7, 17, 3})}, {-100, 2, 0}, {100, 17, -1},
                                            {0, 1, 2}, {3, 5, 1})});
     ops.push_back({"static_reverse_f32", slice({kF32, dims({129})}, {-1}, {-130}, {}, {-1})});
+    // Entries known only at run time (nullopt), the output's dims bound from its argument.
+    const std::optional<int64_t> unknown;
+    arith::Var o0("o0"), o1("o1");
+    ops.push_back(
+        {"crop_to", slice_to({kF32, {m, n}}, {0, 0}, {unknown, unknown}, {0, 1}, {}, {o0, o1})});
+    ops.push_back({"last_k", slice_to({kF32, {m, n}}, {unknown}, {kMaxI64}, {1}, {1}, {m, o1})});
+    ops.push_back(
+        {"reverse_from", slice_to({kF32, {m, n}}, {unknown}, {kMinI64}, {-1}, {-1}, {m, o1})});
     lib_ = new OpLibrary(OpLibrary::build(ops));
   }
   static void TearDownTestSuite() { delete lib_; }
   static OpLibrary* lib_;
 };
 OpLibrary* Slice::lib_ = nullptr;
+
+// slice_to: the kernels were built without the unknown entries' values; each case's
+// values give the reference (and, through it, the output's shape the kernel is given).
+TEST_F(Slice, EntriesKnownOnlyAtRunTimeComeFromTheOutputShape) {
+  std::mt19937 rng(6);
+  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 1}, {3, 7}, {7, 17}, {17, 129}, {2, 0}}) {
+    const int64_t m = s[0], n = s[1];
+    check_slice(*lib_, {"crop_to", {0, 0}, {m - 1, n / 2}, {0, 1}, {}}, s, kF32, rng);
+    check_slice(*lib_, {"crop_to", {0, 0}, {m, kMaxI64}, {0, 1}, {}}, s, kF32, rng);
+    for (int64_t start : {n - std::min<int64_t>(n, 3), int64_t{-2}, int64_t{0}}) {
+      check_slice(*lib_, {"last_k", {start}, {kMaxI64}, {1}, {1}}, s, kF32, rng);
+    }
+    for (int64_t start : {n / 2, n - 1, int64_t{-1}, kMaxI64}) {
+      check_slice(*lib_, {"reverse_from", {start}, {kMinI64}, {-1}, {-1}}, s, kF32, rng);
+    }
+  }
+}
 
 TEST_F(Slice, ClampsNegativeAndOutOfRangeBoundsOnSymbolicShapes) {
   std::mt19937 rng(4);

@@ -182,6 +182,48 @@ TEST(LowerComputeAt, TwoOutputsShareAnIntermediate) {
   }
 }
 
+// A row max read by the row sum and by the output, all three inside the output's row loop:
+// the max is computed first at that loop, over the columns both of its readers need.
+TEST(LowerComputeAt, SiblingReadersAtOneLoop) {
+  arith::Var m("m"), n("n");
+  auto A = placeholder("A", {m, n}, kF32);
+  auto M = compute("M", {m, 1}, [&](const Indices& i) {
+    auto r = reduce_axis(n, "r");
+    return max_reduce(read(A, {i[0], r.var}), {r});
+  });
+  auto S = compute("S", {m, 1}, [&](const Indices& i) {
+    auto r = reduce_axis(n, "r");
+    return sum(read(A, {i[0], r.var}) - read(M, {i[0], arith::Expr(0)}), {r});
+  });
+  auto Y = compute("Y", {m, n}, [&](const Indices& i) {
+    return (read(A, {i[0], i[1]}) - read(M, {i[0], arith::Expr(0)})) /
+           (read(S, {i[0], arith::Expr(0)}) - f32c(1));
+  });
+  Schedule s = create_schedule({Y});
+  s[M].compute_at(s[Y], s[Y].axis(0));
+  s[S].compute_at(s[Y], s[Y].axis(0));
+  s[Y].vectorize(s[Y].axis(1));
+  tir::PrimFunc f = lower_checked(s, {A, Y}, "row_local");
+  auto allocs = stmts_of(f, tir::StmtKind::kAllocate);
+  ASSERT_EQ(allocs.size(), 2u) << tir::to_string(f);
+  for (const tir::Stmt& a : allocs) {  // one row's value each, not a column of m
+    EXPECT_EQ(a->buffer->scope(), tir::BufferScope::kLocal) << tir::to_string(f);
+  }
+  std::mt19937 rng(36);
+  for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {3, 7}, {5, 40}}) {
+    vm::Tensor a = random_f32({rows, cols}, rng), y = poisoned({rows, cols}, kF32);
+    run(f, {a, y});
+    std::vector<double> want;
+    for (int64_t i = 0; i < rows; ++i) {
+      double mx = -INFINITY, sm = 0;
+      for (int64_t j = 0; j < cols; ++j) mx = std::max(mx, at(a, i * cols + j));
+      for (int64_t j = 0; j < cols; ++j) sm += at(a, i * cols + j) - mx;
+      for (int64_t j = 0; j < cols; ++j) want.push_back((at(a, i * cols + j) - mx) / (sm - 1));
+    }
+    expect_values(y, want, 1e-4, "row_local " + shape_name({rows, cols}));
+  }
+}
+
 // A rank-0 output: the sum of every element, with both reduce axes fused and split.
 TEST(LowerComputeAt, ScalarOutputOfFusedReduction) {
   arith::Var m("m"), n("n");

@@ -263,6 +263,7 @@ TEST(ScheduleErrors, ComputeAtNeedsTheOnlyReader) {
   auto D = compute("D", {n}, [&](const Indices& i) { return read(B, {i[0]}) + read(C, {i[0]}); });
   Schedule s = create_schedule({D});
   s[B].compute_at(s[C], s[C].axis(0));
+  // D reads B but is not computed at C's loop.
   expect_user_error([&] { lower(s, {A, D}, "two_readers"); }, "also read by D");
   // Inlining C makes D the only reader: computing B at D is then fine.
   s[C].compute_inline();
