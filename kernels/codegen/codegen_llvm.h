@@ -84,6 +84,7 @@ class CodeGenLLVM : public MathTargetHooks {
     std::unordered_map<arith::VarId, llvm::Value*> vars;
     std::unordered_map<const tir::Buffer*, llvm::Value*> buffers;
     std::vector<llvm::Value*> live_workspaces;
+    std::vector<const tir::Buffer*> workspace_buffers;  // live_workspaces' buffers
     arith::Analyzer analyzer;
   };
 
@@ -139,12 +140,24 @@ class CodeGenLLVM : public MathTargetHooks {
   void emit_store(const tir::Stmt& s);
   void emit_masked_store(const tir::Stmt& s, llvm::Value* index, llvm::Value* value);
   void emit_allocate(const tir::Stmt& s);
+  // Local buffers of a constant size up to kMaxStackBytes live in the entry block's frame.
+  bool on_stack(const tir::Buffer& buffer) const;
+  // A workspace from the runtime (returning kStatusOutOfMemory when it fails), bound to
+  // `buffer` until free_workspace (last allocated, first freed). `at_least_zero`: a
+  // negative computed size allocates nothing.
+  llvm::Value* allocate_workspace(const tir::Buffer& buffer, bool at_least_zero);
+  void free_workspace(llvm::Value* ptr);
   void emit_parallel_call(const tir::Stmt& s);
   // A counted loop over [begin, end) binding `var`; emits body() inside; `properties`
   // are extra llvm.loop metadata entries.
   void emit_counted_loop(const arith::Expr& var, llvm::Value* begin, llvm::Value* end,
                          const std::function<void()>& body,
                          const std::vector<llvm::Metadata*>& properties);
+  // emit_counted_loop over `body`, with the workspaces it allocates first thing at a size
+  // the loop does not change allocated once around the loop instead of once per trip.
+  void emit_loop_hoisting_workspaces(const arith::Expr& var, llvm::Value* begin, llvm::Value* end,
+                                     const tir::Stmt& body,
+                                     const std::vector<llvm::Metadata*>& properties);
   void emit_region(size_t index, const arith::Expr& extent);
   // How many ParallelCalls name each region (a region called from one site may use what
   // the caller's analyzer knows; one called from several may not).

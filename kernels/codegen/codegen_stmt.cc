@@ -90,9 +90,31 @@ void CodeGenLLVM::emit_for(const tir::Stmt& s) {
   Value* begin = emit_index(s->min);
   Value* end = b_->CreateNSWAdd(begin, emit_index(s->extent));
   bind_loop_range(fs_.analyzer, s->loop_var, s->min, s->extent);
-  emit_counted_loop(
-      s->loop_var, begin, end, [&] { emit_stmt(s->body); }, props);
+  if (s->for_kind == tir::ForKind::kSerial) {
+    emit_loop_hoisting_workspaces(s->loop_var, begin, end, s->body, props);
+  } else {
+    emit_counted_loop(
+        s->loop_var, begin, end, [&] { emit_stmt(s->body); }, props);
+  }
   fs_.analyzer.unbind(arith::Var(s->loop_var));
+}
+
+void CodeGenLLVM::emit_loop_hoisting_workspaces(const arith::Expr& var, Value* begin, Value* end,
+                                                const tir::Stmt& body,
+                                                const std::vector<llvm::Metadata*>& properties) {
+  // The workspaces allocated first thing in every iteration, at a size the iteration does
+  // not change (a compute_at stage's buffer at its consumer's row loop): allocated once
+  // around the loop, one per chunk in a parallel region, not once per iteration. Each
+  // iteration writes what it reads of them, as it would of a fresh allocation.
+  std::vector<Value*> hoisted;
+  for (tir::Stmt at = body; at->kind == tir::StmtKind::kAllocate; at = at->body) {
+    const tir::Buffer& buffer = *at->buffer;
+    if (on_stack(buffer) || arith::uses_var(buffer.numel(), var->var_id)) break;
+    hoisted.push_back(allocate_workspace(buffer, /*at_least_zero=*/true));
+  }
+  emit_counted_loop(
+      var, begin, end, [&] { emit_stmt(body); }, properties);
+  for (size_t k = hoisted.size(); k-- > 0;) free_workspace(hoisted[k]);
 }
 
 void CodeGenLLVM::emit_counted_loop(const arith::Expr& var, Value* begin, Value* end,
@@ -206,18 +228,25 @@ void CodeGenLLVM::emit_masked_store(const tir::Stmt& s, Value* index, Value* val
   }
 }
 
+bool CodeGenLLVM::on_stack(const tir::Buffer& buffer) const {
+  const arith::Expr numel = buffer.numel();
+  const auto elem_bytes = static_cast<int64_t>(vm::dtype_size(buffer.dtype()));
+  return buffer.scope() == tir::BufferScope::kLocal && numel.is_int_imm() &&
+         numel.int_value() * elem_bytes <= kMaxStackBytes;
+}
+
 void CodeGenLLVM::emit_allocate(const tir::Stmt& s) {
-  llvm::IRBuilder<>& b = *b_;
   const tir::Buffer& buffer = *s->buffer;
-  llvm::Type* elem = memory_type(buffer.dtype());
-  auto elem_bytes = static_cast<int64_t>(vm::dtype_size(buffer.dtype()));
-  arith::Expr numel = buffer.numel();
-  if (buffer.scope() == tir::BufferScope::kLocal && numel.is_int_imm() &&
-      numel.int_value() * elem_bytes <= kMaxStackBytes) {
+  if (fs_.buffers.count(&buffer) != 0) {  // hoisted out of the loop around it
+    emit_stmt(s->body);
+    return;
+  }
+  if (on_stack(buffer)) {
     // In the entry block, so a buffer inside a loop is one stack slot, not one per trip.
     llvm::IRBuilder<> entry(fs_.entry, fs_.entry->begin());
-    auto* array =
-        llvm::ArrayType::get(elem, static_cast<uint64_t>(std::max<int64_t>(numel.int_value(), 1)));
+    auto* array = llvm::ArrayType::get(
+        memory_type(buffer.dtype()),
+        static_cast<uint64_t>(std::max<int64_t>(buffer.numel().int_value(), 1)));
     llvm::AllocaInst* slot = entry.CreateAlloca(array, nullptr, buffer.name());
     slot->setAlignment(llvm::Align(64));
     fs_.buffers[&buffer] = slot;
@@ -225,8 +254,21 @@ void CodeGenLLVM::emit_allocate(const tir::Stmt& s) {
     fs_.buffers.erase(&buffer);
     return;
   }
-  // The workspace: symbolic or large sizes. Freed on every exit, errors included.
-  Value* bytes = b.CreateNSWMul(emit_index(numel), b.getInt64(static_cast<uint64_t>(elem_bytes)));
+  Value* ptr = allocate_workspace(buffer, /*at_least_zero=*/false);
+  emit_stmt(s->body);
+  free_workspace(ptr);
+}
+
+// The workspace: symbolic or large sizes. Freed on every exit, errors included.
+Value* CodeGenLLVM::allocate_workspace(const tir::Buffer& buffer, bool at_least_zero) {
+  llvm::IRBuilder<>& b = *b_;
+  auto elem_bytes = static_cast<int64_t>(vm::dtype_size(buffer.dtype()));
+  Value* bytes =
+      b.CreateNSWMul(emit_index(buffer.numel()), b.getInt64(static_cast<uint64_t>(elem_bytes)));
+  // A hoisted buffer's size is computed even where its loop runs no iteration.
+  if (at_least_zero) {
+    bytes = b.CreateSelect(b.CreateICmpSLT(bytes, b.getInt64(0)), b.getInt64(0), bytes);
+  }
   auto* alloc_type = llvm::FunctionType::get(b.getPtrTy(), {b.getPtrTy(), b.getInt64Ty()}, false);
   Value* ptr = b.CreateCall(alloc_type, runtime_callback(2), {fs_.ctx, bytes}, buffer.name());
   return_on_failure(b.CreateIsNotNull(ptr), b.getInt32(kStatusOutOfMemory), [&] {
@@ -235,9 +277,17 @@ void CodeGenLLVM::emit_allocate(const tir::Stmt& s) {
   });
   fs_.buffers[&buffer] = ptr;
   fs_.live_workspaces.push_back(ptr);
-  emit_stmt(s->body);
+  fs_.workspace_buffers.push_back(&buffer);
+  return ptr;
+}
+
+void CodeGenLLVM::free_workspace(Value* ptr) {
+  llvm::IRBuilder<>& b = *b_;
+  DYNVM_INTERNAL_CHECK(!fs_.live_workspaces.empty() && fs_.live_workspaces.back() == ptr,
+                       "workspaces freed out of order");
   fs_.live_workspaces.pop_back();
-  fs_.buffers.erase(&buffer);
+  fs_.buffers.erase(fs_.workspace_buffers.back());
+  fs_.workspace_buffers.pop_back();
   auto* free_type = llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy(), b.getPtrTy()}, false);
   b.CreateCall(free_type, runtime_callback(3), {fs_.ctx, ptr});
 }
@@ -309,8 +359,8 @@ void CodeGenLLVM::emit_region(size_t index, const arith::Expr& extent) {
   } else {
     fs_.analyzer.bind(arith::Var(region.loop_var), 0, arith::kPosInf);
   }
-  emit_counted_loop(region.loop_var, fs_.fn->getArg(0), fs_.fn->getArg(1),
-                    [&] { emit_stmt(region.body); }, {});
+  emit_loop_hoisting_workspaces(region.loop_var, fs_.fn->getArg(0), fs_.fn->getArg(1), region.body,
+                                {});
   b.CreateRet(b.getInt32(0));
   fs_ = std::move(caller);
   b.restoreIP(saved_ip);

@@ -16,9 +16,10 @@
 // row) fused in parallel; a symbolic one its rows. A symbolic output width is computed
 // rounded up to 16 columns into a workspace (the Pad stage gets the extra zeros) and copied
 // out, so that no width tail runs scalar.
-// A pointwise conv (1x1, unit strides, no pads) over a symbolic width runs as the 1-D conv
-// of its flattened spatial axis instead: h*w rounded up to 16 once, not each row (at w=25 the
-// per-row rounding computed 32 of every 25 columns; 240x240 at 12x25: 0.45 -> 0.35 ms).
+// A pointwise conv (1x1, unit strides, no pads) over a symbolic width tiles its flattened
+// spatial axis instead, in place: X and Y hold each channel's h*w positions contiguously,
+// so Y's (y, x) fuse into one axis split by ow_block, with one masked tail per channel
+// block and no copy in or out (at w=25 the per-row tiles computed 32 of every 25 columns).
 // Knobs: oc_block (default 16, or the largest power of two dividing C_out), ow_block (16,
 // one zmm; candidates divide 16), oh_block (output rows per tile, default 1: 2 and 4
 // measured no faster on the ResNet layer), unroll_kw (0/1), parallel (0/1).

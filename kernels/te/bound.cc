@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "kernels/arith/simplify.h"
+#include "kernels/te/expr_rewrite.h"
 #include "vm/error.h"
 
 namespace dynvm::te {
@@ -323,6 +324,46 @@ Region infer_region(const StageLoops& consumer, const tir::Expr& consumer_body, 
     if (e.kind() == tir::ExprKind::kLetIndex) vars[e->let_var->var_id] = std::nullopt;
   });
 
+  // The same indices written in the leaf loop variables (through the relations, and
+  // simplified) keep what the per-axis ranges lose: the correlation of the axes a fuse
+  // made one loop. Y[y, x] with (y, x) fused and split by 16 reads A[y*w + x] as
+  // A[f.outer*16 + f.inner], 16 elements, where the axes' ranges span whole rows.
+  AxisExprMap leaf_values;
+  VarRanges leaf_vars;
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    leaf_values[leaves[i].get()] = leaves[i]->var;
+    leaf_vars[leaves[i]->var.id()] = ranges.at(leaves[i].get());
+  }
+  const AxisExprMap root_values = axis_values(consumer, leaf_values);
+  IndexMap in_leaves;
+  for (size_t d = 0; d < stage.num_axes(); ++d) {
+    auto v = root_values.find(roots[d].get());
+    if (v != root_values.end()) {
+      in_leaves[stage.op_axis()[d].id()] = consumer.root_min[d] + v->second;
+    }
+  }
+  if (stage.is_reduction()) {
+    const auto& reduce_axes = root_reduction(stage.body())->reduce_axes;
+    for (size_t j = 0; j < reduce_axes.size(); ++j) {
+      auto v = root_values.find(roots[stage.num_axes() + j].get());
+      if (v != root_values.end()) in_leaves[reduce_axes[j].var.id()] = v->second;
+    }
+  }
+  tir::visit(consumer_body, [&](const tir::Expr& e) {
+    if (e.kind() == tir::ExprKind::kLetIndex) leaf_vars[e->let_var->var_id] = std::nullopt;
+  });
+  // Taken where it gives a constant extent and the per-axis range does not (so every
+  // region the per-axis ranges already bound stays as it was).
+  auto tighter = [&](const Range& r, const arith::Expr& index) {
+    auto constant_extent = [&](const Range& x) {
+      return analyzer.simplify(x.hi - x.lo).is_int_imm();
+    };
+    if (constant_extent(r)) return r;
+    auto exact =
+        eval_range(analyzer.simplify(substitute_index(index, in_leaves)), leaf_vars, analyzer);
+    return exact && constant_extent(*exact) ? *exact : r;
+  };
+
   size_t ndim = shape.size();
   std::vector<std::optional<Range>> region(ndim);
   std::vector<bool> whole(ndim, false);
@@ -337,6 +378,7 @@ Region infer_region(const StageLoops& consumer, const tir::Expr& consumer_body, 
         whole[d] = true;
         continue;
       }
+      if (!is_point(*r)) r = tighter(*r, e->indices[d]);
       if (!region[d]) {
         region[d] = r;
       } else {

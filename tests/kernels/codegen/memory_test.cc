@@ -167,6 +167,27 @@ tir::LoweredFunc workspace_kernel() {
   return kernel("reverse_workspace", {X, Y}, 1, tir::make_allocate(W, body));
 }
 
+// Y[r, j] = X[r, k - 1 - j] through a row workspace W[k] allocated inside the row loop (a
+// compute_at stage at its consumer's row): serial, and with the rows a parallel region.
+tir::Stmt row_reverse_body(const Var& r, const arith::Expr& k, const BufferRef& X,
+                           const BufferRef& Y) {
+  BufferRef W = buffer("W", DType::kFloat32, {k}, tir::BufferScope::kWorkspace);
+  Var j("j"), t("t");
+  return tir::make_allocate(
+      W, tir::make_seq({serial(j, 0, k, store(W, j, load(X, r * k + j))),
+                        serial(t, 0, k, store(Y, r * k + t, load(W, k - 1 - t)))}));
+}
+
+tir::LoweredFunc row_reverse_kernel(bool parallel) {
+  Var m("m"), k("k"), r("r");
+  BufferRef X = buffer("X", DType::kFloat32, {m, k});
+  BufferRef Y = buffer("Y", DType::kFloat32, {m, k});
+  if (!parallel)
+    return kernel("row_reverse", {X, Y}, 1, serial(r, 0, m, row_reverse_body(r, k, X, Y)));
+  tir::ParallelRegion region{"rows", r, {k}, {X, Y}, row_reverse_body(r, k, X, Y)};
+  return kernel("row_reverse_parallel", {X, Y}, 1, tir::make_parallel_call(0, m), {region});
+}
+
 std::vector<tir::LoweredFunc> all_kernels() {
   auto add = [](const Expr& a, const Expr& b) { return a + b; };
   return {binary_kernel("add", DType::kFloat32, DType::kFloat32, 1, add),
@@ -179,7 +200,9 @@ std::vector<tir::LoweredFunc> all_kernels() {
           row_sum_kernel(),
           row_sum_parallel_kernel(),
           parallel_failure_kernel(),
-          workspace_kernel()};
+          workspace_kernel(),
+          row_reverse_kernel(false),
+          row_reverse_kernel(true)};
 }
 
 class MemoryTest : public ::testing::Test {
@@ -351,6 +374,32 @@ TEST_F(MemoryTest, WorkspaceBufferOfSymbolicSize) {
     call(vm, "reverse_workspace", {tensor(x, DType::kFloat32), y});
     std::vector<float> got = values<float>(y);
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], 2 * x[n - 1 - i]) << "n = " << n;
+  }
+}
+
+// A workspace the row loop allocates first thing at a size the row does not change is
+// allocated once around the loop (per chunk of a parallel region), not once per row.
+TEST_F(MemoryTest, RowWorkspaceIsAllocatedOncePerLoop) {
+  vm::VirtualMachine vm(program_);
+  auto requests = [] {
+    vm::PoolStats s = vm::device_allocator(vm::kCpu).stats();
+    return s.device_allocs + s.reuses;
+  };
+  for (const char* name : {"row_reverse", "row_reverse_parallel"}) {
+    for (auto [m, k] : std::vector<std::pair<int64_t, int64_t>>{{1, 3}, {7, 20}, {64, 5}}) {
+      std::vector<float> x = ramp(m * k, 1.0f, 1.0f);
+      Tensor y = poisoned({m, k}, DType::kFloat32);
+      Tensor xt = tensor(x, DType::kFloat32, {m, k});
+      const uint64_t before = requests();
+      call(vm, name, {xt, y});
+      EXPECT_EQ(requests() - before, 1u) << name << " m = " << m;
+      std::vector<float> got = values<float>(y);
+      for (int64_t r = 0; r < m; ++r) {
+        for (int64_t j = 0; j < k; ++j) {
+          ASSERT_EQ(got[r * k + j], x[r * k + k - 1 - j]) << name << " m = " << m << " k = " << k;
+        }
+      }
+    }
   }
 }
 

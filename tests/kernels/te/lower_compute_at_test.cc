@@ -224,6 +224,37 @@ TEST(LowerComputeAt, SiblingReadersAtOneLoop) {
   }
 }
 
+// Y[y, x] reads P at the flat index y*w + x; Y's (y, x) fused and split by 16, P computed
+// at the outer loop: P's region is that tile's 16 positions (the index, written in the loop
+// variables, is f.outer*16 + f.inner), not the whole rows the tile touches.
+TEST(LowerComputeAt, FlatIndexOfFusedAxesKeepsTheTile) {
+  arith::Var h("h"), w("w");
+  auto A = placeholder("A", {h * w}, kF32);
+  auto P = compute("P", {h * w}, [&](const Indices& i) { return read(A, {i[0]}) * f32c(2); });
+  auto Y = compute("Y", {h, w}, [&](const Indices& i) {
+    return read(P, {arith::Expr(i[0]) * w + i[1]}) + f32c(1);
+  });
+  Schedule s = create_schedule({Y});
+  IterVarRef f = s[Y].fuse(s[Y].axis(0), s[Y].axis(1));
+  auto [fo, fi] = s[Y].split(f, 16);
+  s[P].compute_at(s[Y], fo);
+  s[Y].vectorize(fi);
+  tir::PrimFunc func = lower_checked(s, {A, Y}, "flat_tile");
+  auto allocs = stmts_of(func, tir::StmtKind::kAllocate);
+  ASSERT_EQ(allocs.size(), 1u) << tir::to_string(func);
+  EXPECT_EQ(allocs[0]->buffer->scope(), tir::BufferScope::kLocal) << tir::to_string(func);
+  ASSERT_TRUE(allocs[0]->buffer->shape()[0].is_int_imm()) << tir::to_string(func);
+  EXPECT_EQ(allocs[0]->buffer->shape()[0].int_value(), 16);
+  std::mt19937 rng(37);
+  for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {3, 7}, {5, 40}}) {
+    vm::Tensor a = random_f32({rows * cols}, rng), y = poisoned({rows, cols}, kF32);
+    run(func, {a, y});
+    std::vector<double> want;
+    for (int64_t i = 0; i < rows * cols; ++i) want.push_back(2 * at(a, i) + 1);
+    expect_values(y, want, 1e-6, "flat_tile " + shape_name({rows, cols}));
+  }
+}
+
 // A rank-0 output: the sum of every element, with both reduce axes fused and split.
 TEST(LowerComputeAt, ScalarOutputOfFusedReduction) {
   arith::Var m("m"), n("n");
