@@ -167,6 +167,23 @@ std::function<te::Schedule(const KnobValues&)> norm_schedule(
   };
 }
 
+// The loop `inner` (over `inner_extent` iterations) fused with the loops `outer` (outermost
+// first, directly around it, over `extents`) from the inside out, as long as the loops
+// already fused have a constant extent: a fused index decomposes by those extents, and bound
+// inference proves a quotient by a constant in range but not one by a symbolic extent (a
+// stage computed at the fused loop would then be sized for the whole outer dim). The loops
+// left outside stay serial. Returns the fused loop.
+te::IterVarRef fuse_while_constant(te::Stage& stage, const std::vector<te::IterVarRef>& outer,
+                                   const std::vector<arith::Expr>& extents, te::IterVarRef inner,
+                                   arith::Expr inner_extent) {
+  for (size_t k = outer.size(); k-- > 0;) {
+    if (!arith::simplify(inner_extent).is_int_imm()) break;
+    inner = stage.fuse(outer[k], inner);
+    inner_extent = inner_extent * extents[k];
+  }
+  return inner;
+}
+
 // Rows of the output per block of the row-local schedule: each stage's buffer holds a block
 // (a softmax's exponentials: 8 rows of the last axis), so a block's passes stay in the
 // cache and a workspace is allocated once per block.
@@ -197,9 +214,16 @@ std::function<te::Schedule(const KnobValues&)> lane_schedule(
       schedule_injective(s, out, vector_width, parallel);
       return s;
     }
+    const std::vector<arith::Expr>& shape = y.tensor()->shape();
+    std::vector<te::IterVarRef> outer;
+    std::vector<arith::Expr> extents;
+    for (size_t d = 0; d + 2 < rank; ++d) {
+      outer.push_back(y.axis(d));
+      extents.push_back(shape[d]);
+    }
     auto [block, in_block] = y.split(y.axis(rank - 2), kRowBlock);
-    te::IterVarRef rows = block;
-    for (size_t d = rank - 2; d-- > 0;) rows = y.fuse(y.axis(d), rows);
+    te::IterVarRef rows = fuse_while_constant(
+        y, outer, extents, block, arith::floordiv(shape[rank - 2] + (kRowBlock - 1), kRowBlock));
     auto vectorize_last = [&](te::Stage& stage) {
       te::IterVarRef last = stage.axis(stage.num_axes() - 1);
       if (vector_width > 1) last = stage.split(last, vector_width).second;
@@ -222,8 +246,8 @@ std::function<te::Schedule(const KnobValues&)> lane_schedule(
 }
 
 // The schedule of a normalization over axes that leave the last one out (softmax over the
-// channels of NCHW): the output's kept axes run outside (fused, parallel), the reduced
-// ones inside them, the last axis innermost as a vector loop. The row stages (`stages`,
+// channels of NCHW): the output's kept axes run outside (fused_while_constant, parallel), the
+// reduced ones inside them, the last axis innermost as a vector loop. The row stages (`stages`,
 // producers first) are computed at the fused kept loop, each with its reduction loops
 // outside its last axis, which is again a vector loop: every pass over a row's elements
 // runs in vector lanes and stays in the cache, where a per-position reduction would run
@@ -237,9 +261,14 @@ std::function<te::Schedule(const KnobValues&)> across_schedule(std::vector<KnobS
     te::Schedule s = te::create_schedule({out});
     te::Stage& y = s[out];
     const size_t rank = reduced.size();
+    const std::vector<arith::Expr>& shape = y.tensor()->shape();
     std::vector<te::IterVarRef> kept, order;
+    std::vector<arith::Expr> kept_extents;
     for (size_t d = 0; d + 1 < rank; ++d) {
-      if (!reduced[d]) kept.push_back(y.axis(d));
+      if (!reduced[d]) {
+        kept.push_back(y.axis(d));
+        kept_extents.push_back(shape[d]);
+      }
     }
     order = kept;
     for (size_t d = 0; d + 1 < rank; ++d) {
@@ -250,8 +279,11 @@ std::function<te::Schedule(const KnobValues&)> across_schedule(std::vector<KnobS
     y.vectorize(y.axis(rank - 1));
     std::optional<te::IterVarRef> row;
     if (!kept.empty()) {
-      row = kept[0];
-      for (size_t k = 1; k < kept.size(); ++k) row = y.fuse(*row, kept[k]);
+      const te::IterVarRef last_kept = kept.back();
+      const arith::Expr last_extent = kept_extents.back();
+      kept.pop_back();
+      kept_extents.pop_back();
+      row = fuse_while_constant(y, kept, kept_extents, last_kept, last_extent);
       if (parallel) y.parallel(*row);
     }
     for (const te::TensorRef& t : stages) {
