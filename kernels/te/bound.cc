@@ -404,6 +404,29 @@ Region infer_region(const StageLoops& consumer, const tir::Expr& consumer_body, 
   return out;
 }
 
+Region relax_region(const Region& r, const StageLoops& consumer, size_t outer, size_t inner,
+                    const std::vector<arith::Expr>& shape, const arith::Analyzer& analyzer) {
+  if (inner <= outer) return r;
+  VarRanges vars;
+  const auto& leaves = consumer.stage->leaf_axes();
+  for (size_t i = outer + 1; i <= inner && i < leaves.size(); ++i) {
+    vars[leaves[i]->var.id()] = Range{Expr(0), consumer.extent.at(leaves[i].get()) - Expr(1)};
+  }
+  Region out;
+  for (size_t d = 0; d < r.min.size(); ++d) {
+    auto lo = eval_range(r.min[d], vars, analyzer);
+    auto hi = eval_range(r.min[d] + r.extent[d] - Expr(1), vars, analyzer);
+    Expr first = Expr(0), last = shape[d] - Expr(1);
+    if (lo && hi) {
+      first = analyzer.simplify(arith::max(lo->lo, Expr(0)));
+      last = analyzer.simplify(arith::min(hi->hi, last));
+    }
+    out.min.push_back(first);
+    out.extent.push_back(region_extent(last, first, analyzer));
+  }
+  return out;
+}
+
 Region region_union(const Region& a, const Region& b, const arith::Analyzer& analyzer) {
   Region out;
   for (size_t d = 0; d < a.min.size(); ++d) {

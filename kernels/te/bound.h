@@ -57,6 +57,11 @@ inline constexpr size_t kNoFixedLoops = static_cast<size_t>(-1);
 Region infer_region(const StageLoops& consumer, const tir::Expr& consumer_body, size_t attach_pos,
                     const Tensor* producer, const std::vector<arith::Expr>& shape,
                     const arith::Analyzer& analyzer);
+// `r`, read by a stage computed at the consumer's leaf loop `inner`, over every iteration
+// of the consumer's loops after `outer` up to `inner` (a region for a stage computed at
+// loop `outer`); dims it cannot follow are the whole dim of `shape`.
+Region relax_region(const Region& r, const StageLoops& consumer, size_t outer, size_t inner,
+                    const std::vector<arith::Expr>& shape, const arith::Analyzer& analyzer);
 // Per dim, the smallest range holding both regions.
 Region region_union(const Region& a, const Region& b, const arith::Analyzer& analyzer);
 

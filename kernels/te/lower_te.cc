@@ -330,21 +330,25 @@ class Lowerer {
         user_error("compute_at: ", stage->name(), " is attached to ", consumer->name(),
                    ", which is inlined");
       }
-      // Another reader must be computed at the same loop of the same consumer (after this
-      // stage, as producers come first): softmax's row max, read by the row's sum and by
-      // the output, both inside the output's row loop.
+      // Another reader must be computed inside the same consumer at the same loop (after
+      // this stage, as producers come first: softmax's row max, read by the row's sum and
+      // by the output, all inside the output's row loop) or at a loop inside it (a
+      // depthwise conv's padded rows, read by the accumulator of each column tile).
+      const auto& leaves = consumer->leaf_axes();
+      auto position = [&](const IterVarRef& axis) {
+        return std::find(leaves.begin(), leaves.end(), axis) - leaves.begin();
+      };
       for (const Stage* reader : info.consumers) {
         if (reader == consumer) continue;
         if (reader->attach_kind() != AttachKind::kAt || reader->attach_stage() != consumer ||
-            reader->attach_axis() != stage->attach_axis()) {
+            position(reader->attach_axis()) < position(stage->attach_axis())) {
           user_error("compute_at: ", stage->name(), " is also read by ", reader->name(),
                      "; it may only be read by ", consumer->name(),
-                     ", where it is computed, and by stages computed at the same loop");
+                     ", where it is computed, and by stages computed at that loop or inside it");
         }
       }
       DYNVM_INTERNAL_CHECK(infos_.at(consumer).live, "compute_at into dead stage ",
                            consumer->name());
-      const auto& leaves = consumer->leaf_axes();
       auto pos = std::find(leaves.begin(), leaves.end(), stage->attach_axis());
       if (pos == leaves.end()) {
         user_error("compute_at: axis ", stage->attach_axis()->name, " of ", consumer->name(),
@@ -400,13 +404,21 @@ class Lowerer {
           if (std::find(list.begin(), list.end(), &info) != list.end()) pos = p;
         }
         // What the consumer reads under the loop, and what each sibling reader (attached
-        // at the same loop, which it may be the only reader of) reads in all its iterations.
+        // at that loop or inside it, and which may be the only reader) reads in all its
+        // iterations, over every iteration of the consumer's loops between the two.
         std::optional<Region> region;
         for (const Stage* reader : info.consumers) {
           const bool direct = reader == stage.attach_stage();
           const StageInfo& r = direct ? consumer : infos_.at(reader);
           Region read = infer_region(r.loops, r.body, direct ? pos : kNoFixedLoops,
                                      stage.tensor().get(), shape, analyzer_);
+          if (!direct) {
+            size_t inner = pos;
+            for (const auto& [p, list] : consumer.attached) {
+              if (std::find(list.begin(), list.end(), &r) != list.end()) inner = p;
+            }
+            read = relax_region(read, consumer.loops, pos, inner, shape, analyzer_);
+          }
           region = region ? region_union(*region, read, analyzer_) : read;
         }
         DYNVM_INTERNAL_CHECK(region.has_value(), "compute_at: ", stage.name(), " has no reader");

@@ -255,6 +255,38 @@ TEST(LowerComputeAt, FlatIndexOfFusedAxesKeepsTheTile) {
   }
 }
 
+// P computed at Y's outer loop and read only by C, computed at a loop inside it: P covers
+// what C reads over every iteration of the loops between (a depthwise conv's padded rows,
+// read by each column tile's accumulator): 8 + 1 elements per outer iteration.
+TEST(LowerComputeAt, ReaderAtAnInnerLoopOfTheSameConsumer) {
+  arith::Var n("n");
+  auto A = placeholder("A", {n + 1}, kF32);
+  auto P = compute("P", {n + 1}, [&](const Indices& i) { return read(A, {i[0]}) * f32c(2); });
+  auto C = compute("C", {n}, [&](const Indices& i) {
+    return read(P, {i[0]}) + read(P, {arith::Expr(i[0]) + 1});
+  });
+  auto Y = compute("Y", {n}, [&](const Indices& i) { return read(C, {i[0]}) * f32c(3); });
+  Schedule s = create_schedule({Y});
+  auto [io, ii] = s[Y].split(s[Y].axis(0), 8);
+  auto [iio, iii] = s[Y].split(ii, 4);
+  s[C].compute_at(s[Y], iio);
+  s[P].compute_at(s[Y], io);
+  tir::PrimFunc f = lower_checked(s, {A, Y}, "inner_reader");
+  auto allocs = stmts_of(f, tir::StmtKind::kAllocate);
+  ASSERT_EQ(allocs.size(), 2u) << tir::to_string(f);
+  const tir::Buffer& p = allocs[0]->buffer->name() == "P" ? *allocs[0]->buffer : *allocs[1]->buffer;
+  ASSERT_TRUE(p.shape()[0].is_int_imm()) << tir::to_string(f);
+  EXPECT_EQ(p.shape()[0].int_value(), 9);
+  std::mt19937 rng(38);
+  for (int64_t len : {1, 7, 8, 29}) {
+    vm::Tensor a = random_f32({len + 1}, rng), y = poisoned({len}, kF32);
+    run(f, {a, y});
+    std::vector<double> want;
+    for (int64_t i = 0; i < len; ++i) want.push_back(3 * (2 * at(a, i) + 2 * at(a, i + 1)));
+    expect_values(y, want, 1e-5, "inner_reader n=" + std::to_string(len));
+  }
+}
+
 // A rank-0 output: the sum of every element, with both reduce axes fused and split.
 TEST(LowerComputeAt, ScalarOutputOfFusedReduction) {
   arith::Var m("m"), n("n");
