@@ -153,8 +153,8 @@ class CodeGenLLVM : public MathTargetHooks {
   void emit_counted_loop(const arith::Expr& var, llvm::Value* begin, llvm::Value* end,
                          const std::function<void()>& body,
                          const std::vector<llvm::Metadata*>& properties);
-  // emit_counted_loop over `body`, with the workspaces it allocates first thing at a size
-  // the loop does not change allocated once around the loop instead of once per trip.
+  // emit_counted_loop over `body`, with the workspaces it allocates (anywhere in it) at a
+  // size none of its variables change allocated once around the loop, not once per trip.
   void emit_loop_hoisting_workspaces(const arith::Expr& var, llvm::Value* begin, llvm::Value* end,
                                      const tir::Stmt& body,
                                      const std::vector<llvm::Metadata*>& properties);

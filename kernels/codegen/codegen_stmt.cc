@@ -6,7 +6,10 @@
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Metadata.h>
 
+#include <algorithm>
+
 #include "kernels/codegen/codegen_llvm.h"
+#include "kernels/tir/functor.h"
 #include "vm/error.h"
 
 namespace dynvm::codegen {
@@ -17,6 +20,36 @@ namespace {
 
 // Local buffers larger than this go to the workspace: worker threads have small stacks.
 constexpr int64_t kMaxStackBytes = 64 * 1024;
+
+// The buffers a loop body allocates anywhere (outermost first) at a size that none of the
+// variables the body binds (the loop's own, inner loops', lets') changes.
+class InvariantAllocations : public tir::StmtMutator {
+ public:
+  explicit InvariantAllocations(const arith::Expr& loop_var) { bound_.push_back(loop_var->var_id); }
+  std::vector<const tir::Buffer*> found;
+
+ protected:
+  tir::Stmt visit_for(const tir::Stmt& s) override { return scoped(s->loop_var, s); }
+  tir::Stmt visit_let_stmt(const tir::Stmt& s) override { return scoped(s->let_var, s); }
+  tir::Stmt visit_allocate(const tir::Stmt& s) override {
+    const arith::Expr numel = s->buffer->numel();
+    if (std::none_of(bound_.begin(), bound_.end(),
+                     [&](arith::VarId id) { return arith::uses_var(numel, id); })) {
+      found.push_back(s->buffer.get());
+    }
+    mutate_stmt(s->body);
+    return s;
+  }
+
+ private:
+  tir::Stmt scoped(const arith::Expr& var, const tir::Stmt& s) {
+    bound_.push_back(var->var_id);
+    mutate_stmt(s->body);
+    bound_.pop_back();
+    return s;
+  }
+  std::vector<arith::VarId> bound_;
+};
 
 // Binds v to [min, min + extent - 1] in `an` when that range is meaningful; the analyzer
 // only serves proofs, so a range it cannot take is simply not recorded.
@@ -102,15 +135,17 @@ void CodeGenLLVM::emit_for(const tir::Stmt& s) {
 void CodeGenLLVM::emit_loop_hoisting_workspaces(const arith::Expr& var, Value* begin, Value* end,
                                                 const tir::Stmt& body,
                                                 const std::vector<llvm::Metadata*>& properties) {
-  // The workspaces allocated first thing in every iteration, at a size the iteration does
-  // not change (a compute_at stage's buffer at its consumer's row loop): allocated once
-  // around the loop, one per chunk in a parallel region, not once per iteration. Each
-  // iteration writes what it reads of them, as it would of a fresh allocation.
+  // The workspaces the body allocates at a size no iteration changes (a compute_at
+  // stage's buffer at its consumer's row loop, also where loop_partition split that loop
+  // in three): allocated once around the loop, one per chunk in a parallel region, not
+  // once per iteration. Each iteration writes what it reads of them, as it would of a
+  // fresh allocation.
+  InvariantAllocations invariant(var);
+  invariant.mutate_stmt(body);
   std::vector<Value*> hoisted;
-  for (tir::Stmt at = body; at->kind == tir::StmtKind::kAllocate; at = at->body) {
-    const tir::Buffer& buffer = *at->buffer;
-    if (on_stack(buffer) || arith::uses_var(buffer.numel(), var->var_id)) break;
-    hoisted.push_back(allocate_workspace(buffer, /*at_least_zero=*/true));
+  for (const tir::Buffer* buffer : invariant.found) {
+    if (on_stack(*buffer) || fs_.buffers.count(buffer) != 0) continue;
+    hoisted.push_back(allocate_workspace(*buffer, /*at_least_zero=*/true));
   }
   emit_counted_loop(
       var, begin, end, [&] { emit_stmt(body); }, properties);

@@ -188,6 +188,17 @@ tir::LoweredFunc row_reverse_kernel(bool parallel) {
   return kernel("row_reverse_parallel", {X, Y}, 1, tir::make_parallel_call(0, m), {region});
 }
 
+// The same region with the allocation one loop further in (as where loop_partition split
+// the row loop): still once per chunk, not once per row.
+tir::LoweredFunc row_reverse_nested_kernel() {
+  Var m("m"), k("k"), r("r"), once("once");
+  BufferRef X = buffer("X", DType::kFloat32, {m, k});
+  BufferRef Y = buffer("Y", DType::kFloat32, {m, k});
+  tir::Stmt nested = serial(once, 0, 1, row_reverse_body(r, k, X, Y));
+  tir::ParallelRegion region{"rows", r, {k}, {X, Y}, nested};
+  return kernel("row_reverse_nested", {X, Y}, 1, tir::make_parallel_call(0, m), {region});
+}
+
 std::vector<tir::LoweredFunc> all_kernels() {
   auto add = [](const Expr& a, const Expr& b) { return a + b; };
   return {binary_kernel("add", DType::kFloat32, DType::kFloat32, 1, add),
@@ -202,7 +213,8 @@ std::vector<tir::LoweredFunc> all_kernels() {
           parallel_failure_kernel(),
           workspace_kernel(),
           row_reverse_kernel(false),
-          row_reverse_kernel(true)};
+          row_reverse_kernel(true),
+          row_reverse_nested_kernel()};
 }
 
 class MemoryTest : public ::testing::Test {
@@ -377,15 +389,16 @@ TEST_F(MemoryTest, WorkspaceBufferOfSymbolicSize) {
   }
 }
 
-// A workspace the row loop allocates first thing at a size the row does not change is
-// allocated once around the loop (per chunk of a parallel region), not once per row.
+// A workspace the row loop allocates at a size no row changes (first thing, or inside an
+// inner loop) is allocated once around the loop (per chunk of a parallel region), not
+// once per row.
 TEST_F(MemoryTest, RowWorkspaceIsAllocatedOncePerLoop) {
   vm::VirtualMachine vm(program_);
   auto requests = [] {
     vm::PoolStats s = vm::device_allocator(vm::kCpu).stats();
     return s.device_allocs + s.reuses;
   };
-  for (const char* name : {"row_reverse", "row_reverse_parallel"}) {
+  for (const char* name : {"row_reverse", "row_reverse_parallel", "row_reverse_nested"}) {
     for (auto [m, k] : std::vector<std::pair<int64_t, int64_t>>{{1, 3}, {7, 20}, {64, 5}}) {
       std::vector<float> x = ramp(m * k, 1.0f, 1.0f);
       Tensor y = poisoned({m, k}, DType::kFloat32);
