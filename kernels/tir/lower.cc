@@ -77,9 +77,10 @@ class PassRunner {
 LoweredFunc lower(PrimFunc f, const LowerOptions& opts) {
   PassRunner p(opts);
   p.input(f);
-  f = p.run("simplify", simplify, std::move(f), VerifyStage::kLowered);
+  auto simplify_in_scope = [](PrimFunc g) { return simplify(std::move(g)); };
+  f = p.run("simplify", simplify_in_scope, std::move(f), VerifyStage::kLowered);
   f = p.run("loop_partition", loop_partition, std::move(f), VerifyStage::kLowered);
-  f = p.run("simplify", simplify, std::move(f), VerifyStage::kLowered);
+  f = p.run("simplify", simplify_in_scope, std::move(f), VerifyStage::kLowered);
   f = p.run(
       "specialize_extents",
       [&](PrimFunc g) { return specialize_extents(std::move(g), opts.max_specialized_copies); },
@@ -87,7 +88,9 @@ LoweredFunc lower(PrimFunc f, const LowerOptions& opts) {
   f = p.run("vectorize", vectorize, std::move(f), VerifyStage::kVectorized);
   f = p.run("unroll", unroll, std::move(f), VerifyStage::kUnrolled);
   f = p.run("flatten_storage", flatten_storage, std::move(f), VerifyStage::kFlattened);
-  f = p.run("simplify", simplify, std::move(f), VerifyStage::kFlattened);
+  f = p.run(
+      "simplify", [](PrimFunc g) { return simplify(std::move(g), true); }, std::move(f),
+      VerifyStage::kFlattened);
   verify(f, VerifyStage::kFlattened);
   LoweredFunc out =
       p.run("outline_parallel", outline_parallel, std::move(f), VerifyStage::kFlattened);

@@ -8,8 +8,11 @@
 namespace dynvm::tir {
 
 // Simplifies every index expression with what is known in scope (loop ranges, dims >= 0),
-// removes loops of extent 1 and ifs whose condition is decided.
+// removes loops of extent 1 and ifs whose condition is decided. With
+// `single_iterations` (the last simplify, after vectorize), also serial loops of at most one
+// iteration: an if around the body at the min.
 PrimFunc simplify(PrimFunc f);
+PrimFunc simplify(PrimFunc f, bool single_iterations);
 // Splits loops guarded by a condition affine in the loop variable (an if, or a select in a
 // stored value) into a guard-free main part and the head / tail that keep the guard.
 PrimFunc loop_partition(PrimFunc f);

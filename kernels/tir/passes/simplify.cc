@@ -2,7 +2,11 @@
 // holds in scope — each loop variable lies in [min, min + extent - 1], each symbolic dim of a
 // parameter is >= 0 — and removes the structure that this knowledge makes dead: loops of
 // extent 1 (their variable becomes the min), loops of extent <= 0, ifs whose condition is
-// provably true or false, and allocations / loops left with an empty body. GPU-bound loops
+// provably true or false, and allocations / loops left with an empty body. Last in the
+// pipeline it also turns a serial loop of at most one iteration (a split's tail, as
+// loop_partition leaves it) into an if around the body at the min: inner loops over what
+// is left of a vector (`(w floordiv 32) - i.outer` full vectors) then have extent 0 and go.
+// Not earlier: specialize_extents bounds a tail's extent by the loop's range. GPU-bound loops
 // are never removed: the thread binding is part of their meaning.
 #include <utility>
 
@@ -18,7 +22,7 @@ bool is_gpu(ForKind k) { return k == ForKind::kGpuBlock || k == ForKind::kGpuThr
 
 class Simplifier : public StmtMutator {
  public:
-  explicit Simplifier(const PrimFunc& f) {
+  Simplifier(const PrimFunc& f, bool single_iterations) : single_iterations_(single_iterations) {
     for (const BufferRef& p : f.params) {
       for (const auto& d : p->shape()) {
         if (d.kind() == arith::ExprKind::kVar) an_.bind(arith::Var(d), 0, arith::kPosInf);
@@ -37,6 +41,14 @@ class Simplifier : public StmtMutator {
     arith::Var var(s->loop_var);
     if (!gpu && extent.is_int_imm() && extent.int_value() == 1) {
       return mutate_stmt(substitute(s->body, VarMap{{var.id(), min}}));
+    }
+    if (single_iterations_ && s->for_kind == ForKind::kSerial && !extent.is_int_imm() &&
+        an_.can_prove(arith::le(extent, arith::make_int(1)))) {
+      // At most one iteration (a partition's tail of a split loop): the body at the min,
+      // where its indices and inner extents simplify with the variable gone.
+      Stmt body = mutate_stmt(substitute(s->body, VarMap{{var.id(), min}}));
+      if (body.kind() == StmtKind::kNop) return body;
+      return make_if(an_.simplify(arith::ge(extent, arith::make_int(1))), body);
     }
     bind_loop_var(var, min, extent);
     Stmt body = mutate_stmt(s->body);
@@ -88,14 +100,17 @@ class Simplifier : public StmtMutator {
   }
 
   arith::Analyzer an_;
+  bool single_iterations_;
 };
 
 }  // namespace
 
-PrimFunc simplify(PrimFunc f) {
-  Simplifier s(f);
+PrimFunc simplify(PrimFunc f, bool single_iterations) {
+  Simplifier s(f, single_iterations);
   f.body = s.mutate_stmt(f.body);
   return f;
 }
+
+PrimFunc simplify(PrimFunc f) { return simplify(std::move(f), false); }
 
 }  // namespace dynvm::tir

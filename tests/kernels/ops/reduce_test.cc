@@ -23,8 +23,13 @@ struct AxisCase {
   bool keepdims;
 };
 
-const std::vector<AxisCase> kAxisCases = {
-    {"last", {-1}, true}, {"first_drop", {0}, false}, {"outer2", {0, 2}, true}, {"all", {}, false}};
+// "trailing2" and "all": the trailing reduced dims run as one flat axis of lanes (a global
+// pool's h*w), with one masked tail per output.
+const std::vector<AxisCase> kAxisCases = {{"last", {-1}, true},
+                                          {"first_drop", {0}, false},
+                                          {"outer2", {0, 2}, true},
+                                          {"trailing2", {1, 2}, true},
+                                          {"all", {}, false}};
 
 // Reduces x (shape s) over `axes` (normalised) in double; output in keepdims=any order
 // (row-major over the kept dims, which is the same for both keepdims settings).

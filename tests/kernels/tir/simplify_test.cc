@@ -59,6 +59,28 @@ TEST(TirSimplify, SimplifiesIndicesWithLoopRanges) {
   EXPECT_NE(to_string(g).find("C[io, ii] = A[io*16 + ii]"), std::string::npos) << to_string(g);
 }
 
+TEST(TirSimplify, LoopOfAtMostOneIterationBecomesAnIfAtItsMin) {
+  // A split copy's tail as loop_partition leaves it: io over [n/16, ceil(n/16)), at most
+  // one iteration. Simplified, io is gone: an if around the body at io = n floordiv 16.
+  Var n("n"), io("io"), ii("ii"), to("tail_o"), ti("ti");
+  auto A = buf("A", {n}), C = buf("C", {n});
+  arith::Expr main_end = arith::floordiv(n, 16);
+  Stmt main = make_for(io, 0, main_end, ForKind::kSerial,
+                       make_for(ii, 0, 16, ForKind::kSerial,
+                                make_store(C, {io * 16 + ii}, load(A, {io * 16 + ii}))));
+  Stmt tail = make_for(to, main_end, arith::floordiv(n + 15, 16) - main_end, ForKind::kSerial,
+                       make_for(ti, 0, n - to * 16, ForKind::kSerial,
+                                make_store(C, {to * 16 + ti}, load(A, {to * 16 + ti}) * f32c(2))));
+  PrimFunc f{"copy", {A, C}, 1, make_seq({main, tail})};
+  EXPECT_EQ(to_string(simplify(f)), to_string(f));  // before vectorize: loops stay
+  PrimFunc g = simplify(f, true);
+  EXPECT_EQ(count_stmts(g.body, [](const Stmt& s) { return s.kind() == StmtKind::kFor; }), 3)
+      << to_string(g);
+  EXPECT_EQ(count_ifs(g.body), 1) << to_string(g);
+  EXPECT_EQ(to_string(g).find("tail_o"), std::string::npos) << to_string(g);
+  expect_equivalent_on_sizes(f, g);
+}
+
 TEST(TirSimplify, RemovesEmptyLoopsAndKeepsGpuLoops) {
   Var n("n"), i("i"), t("t");
   auto A = buf("A", {n});
