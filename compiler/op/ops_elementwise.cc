@@ -1,7 +1,8 @@
 // Type relations of the elementwise operators: unary math and activations keep their
 // input's type; binary and variadic ops broadcast (numpy rules); comparisons give bool;
 // Where broadcasts three; Cast changes the dtype. Integer shape values propagate through
-// Add / Sub / Mul / Div and Cast (registry.h).
+// Add / Sub / Mul / Div, Equal, Where (a decided condition) and Cast (registry.h).
+#include <algorithm>
 #include <cstdlib>
 
 #include "compiler/op/families.h"
@@ -48,6 +49,27 @@ std::optional<std::vector<Dim>> combine_values(const OpContext& ctx, const std::
     } else {
       out.push_back(Dim::any());
     }
+  }
+  return out;
+}
+
+// Where over known values, element by element where the condition's is decided: what
+// torch's `expand(n, -1, -1)` exports as (Where(Equal(shape, -1), 1, shape)). Without it the
+// expanded dims are opaque, and every reshape after them nests selects over them.
+std::optional<std::vector<Dim>> where_values(const OpContext& ctx) {
+  const auto& c = ctx.input(0).value;
+  const auto& a = ctx.input(1).value;
+  const auto& b = ctx.input(2).value;
+  if (!c || !a || !b) return std::nullopt;
+  const size_t n = std::max({c->size(), a->size(), b->size()});
+  for (const auto* v : {&*c, &*a, &*b}) {
+    if (v->size() != n && v->size() != 1) return std::nullopt;
+  }
+  std::vector<Dim> out;
+  for (size_t k = 0; k < n; ++k) {
+    const Dim& cond = element(*c, k);
+    if (!cond.is_const()) return std::nullopt;
+    out.push_back(cond.value() != 0 ? element(*a, k) : element(*b, k));
   }
   return out;
 }
@@ -183,7 +205,8 @@ void register_elementwise_ops() {
                  if (ctx.dtype(1) != ctx.dtype(2)) ctx.fail("the branches have different dtypes");
                  std::vector<Dim> dims = broadcast_dims(ctx, ctx.dims(0), ctx.dims(1));
                  dims = broadcast_dims(ctx, dims, ctx.dims(2));
-                 return std::vector<ValueFacts>{tensor_facts(ctx.dtype(1), dims)};
+                 return std::vector<ValueFacts>{
+                     tensor_facts(ctx.dtype(1), dims, where_values(ctx))};
                }});
 }
 

@@ -84,7 +84,11 @@ class Analyzer {
   bool provably_divisible(const Expr& e, int64_t factor) const;
 
  private:
-  Bounds bounds_of_node(const Expr& e) const;
+  // Bounds of nodes met so far in one walk: expressions share operands (type inference's
+  // selects over selects of the same dims), and their trees are exponentially larger.
+  using BoundsMemo = std::unordered_map<const void*, Bounds>;
+  Bounds bounds_as_written(const Expr& e, BoundsMemo& memo) const;
+  Bounds bounds_of_node(const Expr& e, BoundsMemo& memo) const;
 
   std::unordered_map<VarId, VarRange> ranges_;
 };

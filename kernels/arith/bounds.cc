@@ -105,10 +105,20 @@ Bounds truth(bool known_true, bool known_false) {
 }  // namespace
 
 Bounds Analyzer::const_bounds_as_written(const Expr& e) const {
-  return finite_ends(bounds_of_node(e));
+  BoundsMemo memo;
+  return bounds_as_written(e, memo);
 }
 
-Bounds Analyzer::bounds_of_node(const Expr& e) const {
+Bounds Analyzer::bounds_as_written(const Expr& e, BoundsMemo& memo) const {
+  if (!e.defined() || kind_arity(e.kind()) == 0) return finite_ends(bounds_of_node(e, memo));
+  auto it = memo.find(e.get());
+  if (it != memo.end()) return it->second;
+  Bounds b = finite_ends(bounds_of_node(e, memo));
+  memo.emplace(e.get(), b);
+  return b;
+}
+
+Bounds Analyzer::bounds_of_node(const Expr& e, BoundsMemo& memo) const {
   DYNVM_INTERNAL_CHECK(e.defined(), "bounds of an undefined expression");
   switch (e.kind()) {
     case ExprKind::kIntImm:
@@ -124,13 +134,13 @@ Bounds Analyzer::bounds_of_node(const Expr& e) const {
       return r ? Bounds{r->min, r->max} : Bounds::everything();
     }
     case ExprKind::kNot: {
-      Bounds a = const_bounds_as_written(e.operand(0));
+      Bounds a = bounds_as_written(e.operand(0), memo);
       return truth(a.max == 0, a.min == 1);
     }
     case ExprKind::kSelect: {
-      Bounds c = const_bounds_as_written(e.operand(0));
-      Bounds t = const_bounds_as_written(e.operand(1));
-      Bounds f = const_bounds_as_written(e.operand(2));
+      Bounds c = bounds_as_written(e.operand(0), memo);
+      Bounds t = bounds_as_written(e.operand(1), memo);
+      Bounds f = bounds_as_written(e.operand(2), memo);
       if (c.min == 1) return t;
       if (c.max == 0) return f;
       return join(t, f);
@@ -140,8 +150,8 @@ Bounds Analyzer::bounds_of_node(const Expr& e) const {
   }
   const Expr& x = e.operand(0);
   const Expr& y = e.operand(1);
-  Bounds a = const_bounds_as_written(x);
-  Bounds b = const_bounds_as_written(y);
+  Bounds a = bounds_as_written(x, memo);
+  Bounds b = bounds_as_written(y, memo);
   switch (e.kind()) {
     case ExprKind::kAdd:
       return add_bounds(a, b);

@@ -3,6 +3,8 @@
 // simplify_condition.cc (comparisons, && || !, and the proofs both halves rely on).
 #pragma once
 
+#include <unordered_map>
+
 #include "kernels/arith/analyzer.h"
 #include "kernels/arith/canonical.h"
 #include "kernels/arith/expr.h"
@@ -28,6 +30,7 @@ class Simplifier {
   Bounds bounds(const Poly& p) const { return analyzer_.const_bounds_as_written(to_expr(p)); }
 
  private:
+  Poly node_poly(const Expr& e);
   Poly add_or_keep(ExprKind kind, const Poly& a, const Poly& b);
   Poly floordiv_poly(const Poly& a, const Poly& b);
   Poly floormod_poly(const Poly& a, const Poly& b);
@@ -49,6 +52,10 @@ class Simplifier {
 
   const Analyzer& analyzer_;
   int proof_depth_ = 0;  // proofs substitute and recurse; this bounds the work
+  // Polys of the min / max / select / division nodes met so far, by node: the dims type
+  // inference composes share operands (a select over two selects over the same dims), and
+  // without it their tree, exponentially larger than the graph, is walked whole.
+  std::unordered_map<const void*, Poly> memo_;
 };
 
 // Poly of an already simplified expression; keeps it as one atom if expanding overflows.

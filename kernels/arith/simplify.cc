@@ -111,6 +111,26 @@ Expr Simplifier::simplify(const Expr& e) {
 
 Poly Simplifier::to_poly(const Expr& e) {
   switch (e.kind()) {
+    case ExprKind::kFloorDiv:
+    case ExprKind::kFloorMod:
+    case ExprKind::kMin:
+    case ExprKind::kMax:
+    case ExprKind::kSelect: {
+      // The analyzer's ranges do not change during one simplification: a node's Poly is
+      // the same wherever the node is shared.
+      auto it = memo_.find(e.get());
+      if (it != memo_.end()) return it->second;
+      Poly p = node_poly(e);
+      memo_.emplace(e.get(), p);
+      return p;
+    }
+    default:
+      return node_poly(e);
+  }
+}
+
+Poly Simplifier::node_poly(const Expr& e) {
+  switch (e.kind()) {
     case ExprKind::kIntImm:
       return Poly::constant(e.int_value());
     case ExprKind::kVar: {

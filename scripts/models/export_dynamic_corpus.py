@@ -2,7 +2,7 @@
 """Exports the dynamic-shape corpus of the end-to-end tests (tests/e2e/models/dynamic/) from
 PyTorch (Debian's python3-torch 1.13) and writes PyTorch references for every case.
 
-Fourteen small models whose shapes vary at run time: symbolic dims from dynamic_axes, sizes
+Fifteen small models whose shapes vary at run time: symbolic dims from dynamic_axes, sizes
 computed from shapes (Shape -> arithmetic -> ConstantOfShape / Range / Pad / Reshape), and
 sizes computed from *values* (NonZero, TopK with a data-dependent k, a Slice bound read from
 an input, a decode loop that stops on a token). Models without data-dependent control flow
@@ -25,6 +25,7 @@ are traced; the two that need it (greedy_decode_early_exit, threshold_nonzero) a
                              -> points i64[n_points, 3], values f32[n_points], hist f32[10],
                                 classes i64[n_classes], inverse i64[n]
   segment_crop             x f32[batch, 3, height, width] -> y f32[batch, 2, out_h, out_w]
+  vit_patches              x f32[batch, 3, height, width] -> y f32[batch, 5]
 
 Opset 17 for all (the newest torch 1.13 exports). The declared shapes of the graph outputs
 are rewritten to the dynamic_axes names (static sizes elsewhere), as export_loop_models.py
@@ -469,6 +470,46 @@ def segment_crop_cases():
             for k, (b, h, w) in enumerate([(1, 9, 13), (2, 16, 20), (1, 33, 47), (1, 2, 3)])]
 
 
+# ---------------------------------------------------------------- 15. vit_patches
+
+class VitPatches(nn.Module):
+    """A vision transformer over any image size: 8x8 patches from a strided conv, a class
+    token `expand(batch, -1, -1)`-ed and concatenated (torch exports the expand as a Where
+    over the shape), learned positions sliced to the patch count, one pre-norm encoder
+    layer of 2-head self-attention and a GELU feed-forward (written out, as Hugging Face's
+    ViT exports it), the class token's LayerNorm and a linear head."""
+
+    D, HEADS, POSITIONS = 32, 2, 64
+
+    def __init__(self):
+        super().__init__()
+        self.patch = nn.Conv2d(3, self.D, 8, 8)
+        self.cls = nn.Parameter(torch.zeros(1, 1, self.D))
+        self.pos = nn.Parameter(torch.zeros(1, self.POSITIONS, self.D))
+        self.norm1, self.norm2, self.norm = (nn.LayerNorm(self.D) for _ in range(3))
+        self.qkv = nn.Linear(self.D, 3 * self.D)
+        self.proj = nn.Linear(self.D, self.D)
+        self.ff1, self.ff2 = nn.Linear(self.D, 64), nn.Linear(64, self.D)
+        self.head = nn.Linear(self.D, 5)
+        init_seeded(self, 15, scale=1.0)
+
+    def forward(self, x):
+        p = self.patch(x).flatten(2).transpose(1, 2)
+        t = torch.cat([self.cls.expand(p.shape[0], -1, -1), p], 1) + self.pos[:, :p.shape[1] + 1]
+        n, s, d = t.shape
+        q, k, v = self.qkv(self.norm1(t)).view(n, s, 3, self.HEADS, d // self.HEADS).permute(
+            2, 0, 3, 1, 4)
+        a = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d // self.HEADS), -1) @ v
+        t = t + self.proj(a.transpose(1, 2).reshape(n, s, d))
+        t = t + self.ff2(F.gelu(self.ff1(self.norm2(t))))
+        return self.head(self.norm(t)[:, 0])
+
+
+def vit_patches_cases():
+    return [{"x": torch.randn(b, 3, h, w, generator=gen(1500 + k))}
+            for k, (b, h, w) in enumerate([(1, 16, 24), (2, 32, 32), (1, 8, 8), (1, 40, 16)])]
+
+
 # ---------------------------------------------------------------- the corpus
 
 # name: (module factory, cases, input names, output names, dynamic_axes, export mode)
@@ -522,6 +563,9 @@ MODELS = {
         SegmentCrop, segment_crop_cases, ["x"], ["y"],
         {"x": {0: "batch", 2: "height", 3: "width"}, "y": {0: "batch", 2: "out_h", 3: "out_w"}},
         "trace"),
+    "vit_patches": (
+        VitPatches, vit_patches_cases, ["x"], ["y"],
+        {"x": {0: "batch", 2: "height", 3: "width"}, "y": {0: "batch"}}, "trace"),
 }
 
 

@@ -50,6 +50,26 @@ fn @main(%x: f32[n, 3, 48, w], %k: f32[8, 3, 3, 3]) -> (f32[n, w*9, 16], f32[n, 
 )");
 }
 
+// torch's `cls.expand(n, -1, -1)` exports a Where over the shape: Equal(shape, -1) is
+// decided element by element (n >= 1 is never -1), so the Where's value is [n, 1, 96] and
+// Expand's dims are n, not opaque values every later reshape would nest selects over.
+TEST(InferTypes, WhereOverADecidedConditionKeepsTheValue) {
+  const std::string out = inferred(R"(dim n: 1..64
+fn @main(%x: f32[n, 5, 96], %cls: f32[1, 1, 96]) {
+  %s = Shape(%x)
+  %batch = Gather(%s, const(i64[1], [0])) {axis=0}
+  %shape = Concat(%batch, const(i64[2], [-1, -1])) {axis=0}
+  %minus = Mul(const(i64[3], [1, 1, 1]), const(i64[], [-1]))
+  %is = Equal(%shape, %minus)
+  %w = Where(%is, const(i64[3], [1, 1, 1]), %shape)
+  %e = Expand(%cls, %w)
+  %y = Concat(%e, %x) {axis=1}
+  return (%y)
+})");
+  EXPECT_NE(out.find("%e: f32[n, 1, 96] = Expand"), std::string::npos) << out;
+  EXPECT_NE(out.find("-> f32[n, 6, 96] {"), std::string::npos) << out;
+}
+
 // `if last dim == 1 then squeeze`: decided by the declared range of n, so the If is gone.
 TEST(InferTypes, IfDecidedByDimRangesBecomesItsBranch) {
   const char* text = R"(dim n: RANGE

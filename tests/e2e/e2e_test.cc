@@ -272,7 +272,7 @@ TEST(EndToEnd, BatchNormFoldedIntoConvMatchesTheUnfoldedMath) {
       << log.str();
 }
 
-// The dynamic corpus (scripts/models/export_dynamic_corpus.py): fourteen models exported
+// The dynamic corpus (scripts/models/export_dynamic_corpus.py): fifteen models exported
 // from PyTorch the way real exporters write them (shapes computed with tensors, lengths from
 // values, run-time bounds, joins), each compiled once with NO flags and run at every case,
 // empty results included; references from PyTorch (ONNX Runtime agrees). The models the

@@ -252,3 +252,33 @@ TEST_F(ArithSimplify, IsIdempotent) {
 
 }  // namespace
 }  // namespace dynvm::arith
+
+namespace dynvm::arith {
+namespace {
+
+// Dims that type inference composes through broadcasts and reshapes share their operands:
+// select(d == 1, e, d) over d, e built the same way, 40 levels deep, is a small DAG whose
+// tree has 2^40 leaves. Simplifying it must take time in the DAG's size, not the tree's.
+TEST(ArithSimplifyShared, NestedSelectsOverSharedOperandsSimplifyInLinearTime) {
+  Var n("n"), m("m");
+  Analyzer an;
+  an.bind(n, 0, kPosInf);
+  an.bind(m, 0, kPosInf);
+  Expr d = Expr(n) + 1, e = Expr(m) * 2 + 3;
+  for (int k = 0; k < 40; ++k) {
+    Expr next_d = select(eq(d, 1), e, d);
+    e = select(eq(e, 1), d, e) + 1;
+    d = next_d;
+  }
+  Expr s = an.simplify(d + e);
+  ASSERT_TRUE(s.defined());
+  // At n = 5, m = 7 (ranges of one value; evaluate would walk the tree): n + 1 = 6 is never
+  // 1, nor is m*2 + 3 + k, so d stays n + 1 and e grows by one per level.
+  Analyzer at;
+  at.bind(n, 5, 5);
+  at.bind(m, 7, 7);
+  EXPECT_EQ(to_string(at.simplify(s)), "63");
+}
+
+}  // namespace
+}  // namespace dynvm::arith
