@@ -263,6 +263,12 @@ std::vector<ConvCase> cases() {
       {"conv_t1d_one_tap", true, sym1(3), {3, 5, 2}, true, {{2}, {}, {}, 1, {}}, {}},
       // 8 output channels x 4 taps: register tiles of 4 channels.
       {"conv_t2d_one_tap_blocked", true, sym2(4), {4, 8, 2, 2}, true, {{2, 2}, {}, {}, 1, {}}, {}},
+      // Several taps per phase, pads not a multiple of the stride: a GAN's k=4 s=2 p=1, a
+      // vocoder's k=8 s=4 p=2 (1-D), a kernel past a multiple of the stride (k=5 s=2, taps
+      // 5 of 6 weigh something) with pads that shrink the output, output padding.
+      {"conv_t2d_k4s2p1", true, sym2(4), {4, 8, 4, 4}, true, {{2, 2}, {1, 1, 1, 1}, {}, 1, {}}, {}},
+      {"conv_t1d_k8s4p2", true, sym1(6), {6, 8, 8}, true, {{4}, {2, 2}, {}, 1, {}}, {}},
+      {"conv_t1d_k5s2p3_outpad", true, sym1(3), {3, 4, 5}, false, {{2}, {3, 2}, {}, 1, {1}}, {}},
   };
 }
 
@@ -414,6 +420,22 @@ TEST(Convolutions, ConvTransposeWithStrideAndOutputPadding) {
   }
   for (const vm::Shape& s : std::vector<vm::Shape>{{1, 3, 1}, {2, 3, 7}}) {
     check(lib, "conv_t1d_s3_sym", s, rng);
+  }
+}
+
+TEST(Convolutions, ConvTransposeByPhaseWithSeveralTapsEach) {
+  OpLibrary lib = library({"conv_t2d_k4s2p1", "conv_t1d_k8s4p2", "conv_t1d_k5s2p3_outpad"});
+  std::mt19937 rng(28);
+  for (const vm::Shape& s :
+       std::vector<vm::Shape>{{1, 4, 1, 1}, {2, 4, 3, 7}, {1, 4, 5, 16}, {1, 4, 2, 37}}) {
+    check(lib, "conv_t2d_k4s2p1", s, rng);
+  }
+  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 6, 1}, {2, 6, 5}, {1, 6, 33}}) {
+    check(lib, "conv_t1d_k8s4p2", s, rng);
+  }
+  // O = (I - 1)*2 + 1 (output padding) + 5 - 3 - 2 = 2I - 1.
+  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 3, 2}, {2, 3, 9}, {1, 3, 20}}) {
+    check(lib, "conv_t1d_k5s2p3_outpad", s, rng);
   }
 }
 
