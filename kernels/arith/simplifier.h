@@ -54,8 +54,10 @@ class Simplifier {
   int proof_depth_ = 0;  // proofs substitute and recurse; this bounds the work
   // Polys of the min / max / select / division nodes met so far, by node: the dims type
   // inference composes share operands (a select over two selects over the same dims), and
-  // without it their tree, exponentially larger than the graph, is walked whole.
-  std::unordered_map<const void*, Poly> memo_;
+  // without it their tree, exponentially larger than the graph, is walked whole. Each entry
+  // holds its node, so that a node a proof built and dropped cannot be freed and its address
+  // reused by another while this simplifier lives.
+  std::unordered_map<const void*, std::pair<Expr, Poly>> memo_;
 };
 
 // Poly of an already simplified expression; keeps it as one atom if expanding overflows.

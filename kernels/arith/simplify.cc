@@ -119,9 +119,9 @@ Poly Simplifier::to_poly(const Expr& e) {
       // The analyzer's ranges do not change during one simplification: a node's Poly is
       // the same wherever the node is shared.
       auto it = memo_.find(e.get());
-      if (it != memo_.end()) return it->second;
+      if (it != memo_.end()) return it->second.second;
       Poly p = node_poly(e);
-      memo_.emplace(e.get(), p);
+      memo_.emplace(e.get(), std::make_pair(e, p));
       return p;
     }
     default:
