@@ -461,18 +461,18 @@ OpInstance conv_transpose_phases(const ConvGeometry& g, const TensorRef& X, cons
                                  const std::vector<int64_t>& grow, vm::DType dtype) {
   const Window& win = g.window;
   const size_t r = g.rank;
-  // Per dim: J taps per phase, the largest delta, and the zero padding P needs.
-  std::vector<int64_t> taps_per_phase(r), max_delta(r);
+  // Per dim: J taps per phase and the zero padding P needs.
+  std::vector<int64_t> taps_per_phase(r);
   Window pad_window{win.kernel, win.strides, std::vector<int64_t>(2 * r, 0), win.dilations};
   bool one_tap = true;
   for (size_t d = 0; d < r; ++d) {
     const int64_t s = win.strides[d], pb = win.pad_begin(d);
     taps_per_phase[d] = (win.kernel[d] + s - 1) / s;
-    max_delta[d] = (s - 1 + pb) / s;
+    const int64_t max_delta = (s - 1 + pb) / s;
     // Positions p run to ceil(O / s) - 1 and read up to p + max_delta + J - 1 in P, whose
     // extent is the input's + (J - 1) + end: O = (I - 1)*s + grow, so the end is constant.
     const int64_t ceil_grow = grow[d] > 0 ? (grow[d] + s - 1) / s : -((-grow[d]) / s);
-    const int64_t end = std::max<int64_t>(0, ceil_grow - 1 + max_delta[d]);
+    const int64_t end = std::max<int64_t>(0, ceil_grow - 1 + max_delta);
     pad_window.pads[d] = taps_per_phase[d] - 1;
     pad_window.pads[r + d] = end;
     one_tap &= taps_per_phase[d] == 1 && pb == 0;
