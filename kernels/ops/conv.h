@@ -20,12 +20,16 @@
 // spatial axis instead, in place: X and Y hold each channel's h*w positions contiguously,
 // so Y's (y, x) fuse into one axis split by ow_block, with one masked tail per channel
 // block and no copy in or out (at w=25 the per-row tiles computed 32 of every 25 columns).
+// A conv whose kernel fits in its stride, without pads or dilation (patch embeddings,
+// kernel = stride; 1x1 stride-2 shortcuts) copies its patches once, Patches[n, (c, k...),
+// y, x] = X[n, c, y*s + k, ...] (no larger than X), and is that same flat pointwise conv
+// over them with W read as [M, C*k...]: no output vector gathers its inputs s apart.
 // Knobs: oc_block (default 16, or the largest power of two dividing C_out), ow_block (16,
 // one zmm; candidates divide 16), oh_block (output rows per tile, default 1: 2 and 4
 // measured no faster on the ResNet layer), unroll_kw (0/1), parallel (0/1).
 //
-// conv_transpose is the gather form (each output sums the inputs whose stride grid meets
-// it), with the reduction template: correct for every attribute set, not tuned.
+// conv_transpose of unit dilation is computed by output phase (conv.cc); dilated ones take
+// the gather form (each output sums the inputs whose stride grid meets it).
 #pragma once
 
 #include <optional>

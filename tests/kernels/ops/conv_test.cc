@@ -228,6 +228,19 @@ std::vector<ConvCase> cases() {
        false,
        {{}, {0, 1, 2, 1}, {}, 1, {}},
        {{"oh_block", 4}, {"oc_block", 8}}},
+      // Kernels within their strides, no pads: patches copied once, then a pointwise conv
+      // over them (a ViT's patch embedding, a rectangular kernel short of its stride, 1-D,
+      // a ResNet's 1x1 stride-2 shortcut).
+      {"conv2d_patch_sym", false, sym2(3), {20, 3, 4, 4}, true, {{4, 4}, {}, {}, 1, {}}, {}},
+      {"conv2d_patch_rect",
+       false,
+       fixed({2, 5, 9, 13}),
+       {6, 5, 2, 3},
+       false,
+       {{3, 3}, {}, {}, 1, {}},
+       {{"oc_block", 2}, {"ow_block", 8}}},
+      {"conv1d_patch_sym", false, sym1(4), {8, 4, 5}, true, {{5}, {}, {}, 1, {}}, {}},
+      {"conv2d_1x1_s2_sym", false, sym2(8), {16, 8, 1, 1}, false, {{2, 2}, {}, {}, 1, {}}, {}},
       {"conv1d_s2_dil2_sym", false, sym1(5), {3, 5, 3}, true, {{2}, {1, 2}, {2}, 1, {}}, {}},
       {"conv1d_groups_static",
        false,
@@ -409,6 +422,25 @@ TEST(Convolutions, Conv1d) {
     check(lib, "conv1d_s2_dil2_sym", s, rng);
   }
   check(lib, "conv1d_groups_static", {3, 4, 17}, rng);
+}
+
+// Output positions past a vector (16) and a masked tail, inputs that are not a multiple of
+// the stride (the conv drops the rest), a batch of 2.
+TEST(Convolutions, KernelsWithinTheirStridesRunOverCopiedPatches) {
+  OpLibrary lib =
+      library({"conv2d_patch_sym", "conv2d_patch_rect", "conv1d_patch_sym", "conv2d_1x1_s2_sym"});
+  std::mt19937 rng(29);
+  for (const vm::Shape& s :
+       std::vector<vm::Shape>{{1, 3, 4, 4}, {2, 3, 9, 23}, {1, 3, 22, 70}, {1, 3, 64, 64}}) {
+    check(lib, "conv2d_patch_sym", s, rng);
+  }
+  check(lib, "conv2d_patch_rect", {2, 5, 9, 13}, rng);
+  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 4, 5}, {2, 4, 39}, {1, 4, 404}}) {
+    check(lib, "conv1d_patch_sym", s, rng);
+  }
+  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 8, 1, 1}, {2, 8, 7, 9}, {1, 8, 28, 40}}) {
+    check(lib, "conv2d_1x1_s2_sym", s, rng);
+  }
 }
 
 TEST(Convolutions, ConvTransposeWithStrideAndOutputPadding) {
