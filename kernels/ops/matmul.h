@@ -34,7 +34,9 @@ OpInstance batch_matmul(const TensorType& a, const TensorType& b);
 inline constexpr int64_t kPackedPanel = 16;
 
 // a: [M, K] or [Batch, M, K], bp: [ceil(N/16), K, 16] (packed B) -> [M, N] / [Batch, M, N].
-// The template above with tile_n a multiple of 16, each vector one panel.
+// The template above with tile_n a multiple of 16, each vector one panel; a [Batch, M, K]
+// is one product of Batch*M rows (tiles of tile_m flat rows, read back as [Batch, M, N]),
+// not Batch products of M rows: torch's [L, n, E] attention projections have M = n = 1.
 OpInstance matmul_packed_b(const TensorType& a, const TensorType& bp, int64_t n);
 
 struct GemmAttrs {

@@ -1,6 +1,6 @@
-// pack_weights: which MatMuls get their constant B packed, the packed layout (checked
-// element by element against B), and the packed kernel's values against double loops,
-// fused with the Relu that follows it.
+// pack_weights: which MatMuls and Gemms get their constant B packed, the packed layout
+// (checked element by element against B), and the packed kernel's values against double
+// loops, fused with the Relu (and Gemm's C) that follows it.
 #include "compiler/passes/pack_weights.h"
 
 #include <gtest/gtest.h>
@@ -83,6 +83,61 @@ TEST(PackWeights, PackedAndFusedKernelMatchesDoubleLoops) {
           s += double{x.data_as<float>()[i * 40 + k]} * b_value(k, j);
         EXPECT_NEAR(y.data_as<float>()[i * 37 + j], std::max(s, 0.0), 1e-4 * (1 + std::abs(s)))
             << "n " << n << " (" << i << ", " << j << ")";
+      }
+    }
+  }
+}
+
+// `dim n: 1..64`, Gemm(x [n, k], B, C) with B [n_cols, k] (transB) or [k, n_cols], alpha,
+// beta and C [n_cols] constant (C[c] = c / 4 - 1), then Relu.
+std::string gemm_relu(int64_t k, int64_t n_cols, bool trans_b, double alpha, double beta) {
+  std::ostringstream os;
+  const int64_t rows = trans_b ? n_cols : k, cols = trans_b ? k : n_cols;
+  os << "dim n: 1..64\nfn @main(%x: f32[n, " << k << "]) {\n  %m = Gemm(%x, const(f32[" << rows
+     << ", " << cols << "], [";
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) os << (r + c > 0 ? ", " : "") << b_value(r, c);
+  }
+  os << "]), const(f32[" << n_cols << "], [";
+  for (int64_t c = 0; c < n_cols; ++c) os << (c > 0 ? ", " : "") << c / 4.0 - 1.0;
+  os << "])) {transB = " << (trans_b ? 1 : 0) << ", alpha = " << std::to_string(alpha)
+     << ", beta = " << std::to_string(beta) << "}\n  %y = Relu(%m)\n  return %y\n}\n";
+  return os.str();
+}
+
+// Gemm's constant B packs like MatMul's (alpha and the transpose folded into the panels), C
+// becomes an Add of beta * C, and the three fuse into one kernel; values against double
+// loops of the Gemm's definition.
+TEST(PackWeights, GemmWithAConstantBPacksAndAddsC) {
+  for (bool trans_b : {true, false}) {
+    const std::string text = gemm_relu(24, 20, trans_b, 0.5, 2.0);
+    PackWeightsStats stats;
+    PassResult packed = pack_weights(infer_types_with_facts(parse_module(text)), &stats);
+    EXPECT_EQ(stats.packed, 1u);
+    EXPECT_EQ(first_call(packed.module)->name, "dynvm.MatMulPackedB")
+        << print_module(packed.module);
+    TypedModule t = fuse_ops(packed);
+    vm::Executable exe = lower_module(t);
+    ASSERT_EQ(exe.kernels.size(), 1u) << print_module(t.module);
+    vm::VirtualMachine machine(vm::Program::load(std::move(exe)));
+    for (int64_t n : {1, 9}) {
+      vm::Tensor x = vm::Tensor::empty({n, 24}, vm::DType::kFloat32);
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        x.data_as<float>()[i] = static_cast<float>((i * 11 % 17) - 8) / 9.0f;
+      }
+      std::vector<vm::Value> in{x};
+      const vm::Tensor y = machine.run(in).at(0).as_tensor();
+      ASSERT_EQ(y.shape(), (vm::Shape{n, 20}));
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t j = 0; j < 20; ++j) {
+          double s = 0;
+          for (int64_t k = 0; k < 24; ++k) {
+            s += double{x.data_as<float>()[i * 24 + k]} * (trans_b ? b_value(j, k) : b_value(k, j));
+          }
+          const double want = std::max(0.5 * s + 2.0 * (j / 4.0 - 1.0), 0.0);
+          EXPECT_NEAR(y.data_as<float>()[i * 20 + j], want, 1e-4 * (1 + std::abs(want)))
+              << "transB " << trans_b << " n " << n << " (" << i << ", " << j << ")";
+        }
       }
     }
   }

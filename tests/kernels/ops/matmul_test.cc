@@ -61,6 +61,7 @@ class MatmulKernels {
   }
 
   arith::Var m{"m"};
+  arith::Var rows{"rows"};
 
  private:
   MatmulKernels() {
@@ -86,6 +87,7 @@ class MatmulKernels {
     add(gemm(f32({13, 11}), f32({17, 13}), std::nullopt, both), "gemm_tatb_relu");
     add(matmul_packed_b(f32({m, 40}), f32({3, 40, 16}), 37), "mmp_sym_m");
     add(matmul_packed_b(f32({2, m, 9}), f32({2, 9, 16}), 20), "mmp_batched");
+    add(matmul_packed_b(f32({m, rows, 24}), f32({2, 24, 16}), 30), "mmp_batch_and_rows");
     for (int64_t tile_n : {16, 48}) {
       funcs.push_back(lower_op(matmul_packed_b(f32({m, 40}), f32({3, 40, 16}), 37),
                                {{"tile_n", tile_n}, {"tile_m", 3}},
@@ -222,6 +224,26 @@ TEST(MatmulPackedB, MatchesTheProductWithTheUnpackedB) {
             [&](int64_t bb, int64_t i, int64_t kk) { return at(a, (bb * 6 + i) * 9 + kk); },
             [&](int64_t, int64_t kk, int64_t j) { return at(b, kk * 20 + j); }};
   expect_close(c, p.compute(), 9, "mmp_batched");
+}
+
+// [Batch, M, K] runs as one product of Batch*M rows: a batch of one-row matrices (torch's
+// [L, n, E] projections at n = 1), row tiles across batches, the tail of the flat rows.
+TEST(MatmulPackedB, BatchesOfFewRowsRunAsOneProduct) {
+  for (auto [batch, m] :
+       std::vector<std::pair<int64_t, int64_t>>{{13, 1}, {5, 3}, {1, 7}, {3, 8}}) {
+    std::mt19937 rng(static_cast<uint32_t>(batch * 10 + m));
+    vm::Tensor a = random({batch, m, 24}, rng), b = random({24, 30}, rng);
+    vm::Tensor c = poisoned({batch, m, 30}), bp = pack_b(b);
+    ASSERT_EQ(MatmulKernels::get().call("mmp_batch_and_rows", {&a, &bp, &c}), 0);
+    Product p{batch,
+              m,
+              24,
+              30,
+              [&](int64_t bb, int64_t i, int64_t kk) { return at(a, (bb * m + i) * 24 + kk); },
+              [&](int64_t, int64_t kk, int64_t j) { return at(b, kk * 30 + j); }};
+    expect_close(c, p.compute(), 24,
+                 "mmp_batch_and_rows " + std::to_string(batch) + "x" + std::to_string(m));
+  }
 }
 
 TEST(MatmulPackedB, RejectsAPackingThatDoesNotHoldN) {
