@@ -206,19 +206,27 @@ OpInstance matmul_packed_b_with(const TensorType& a, const TensorType& bp, int64
   // read back as [Batch, M, N]. Per batch, a [L, n, E] activation (torch's
   // MultiheadAttention projects its [L, n, E] transpose) ran L products of n rows, at n = 1
   // one row per tile of 8 (a ViT's [197, 1, 96] x [96, 288]: 2x slower than one product).
-  const bool batched = a.shape.size() == 3;
+  // A batch of literally one keeps its own row loop: fused with an extent-1 batch loop, a
+  // static M's tail tile reads C back past M rows and bound inference sized C for all of
+  // them (a [1, 197, 96] x [96, 192] ran 45x slower).
+  const bool batched = a.shape.size() == 3 && !is_one(a.shape[0]);
   const arith::Expr m = a.shape[a.shape.size() - 2];
   const arith::Expr rows = batched ? arith::simplify(a.shape[0] * m) : m;
-  auto C = te::compute("C", {rows, arith::make_int(n)}, [&](const Indices& i) {
-    std::vector<arith::Expr> ia = {i[0], r.var};
+  std::vector<arith::Expr> c_shape = {rows, arith::make_int(n)};
+  if (a.shape.size() == 3 && !batched) c_shape.insert(c_shape.begin(), a.shape[0]);
+  auto C = te::compute("C", c_shape, [&](const Indices& i) {
+    std::vector<arith::Expr> ia(i.begin(), i.end() - 1);
+    ia.push_back(r.var);
     if (batched) ia = {arith::floordiv(i[0], m), arith::floormod(i[0], m), r.var};
-    const arith::Var& j = i[1];
+    const arith::Var& j = i.back();
     tir::Expr bv =
         te::read(B, {arith::floordiv(j, kPackedPanel), r.var, arith::floormod(j, kPackedPanel)});
     return te::sum(te::read(A, ia) * bv, {r});
   });
   const std::string name = std::string(op) + "_" + dtype_suffix(a.dtype);
-  if (!batched) return reduction_output(name, {A, B}, C, 0, m, epilogue, kPackedPanel);
+  if (!batched) {
+    return reduction_output(name, {A, B}, C, a.shape.size() - 2, m, epilogue, kPackedPanel);
+  }
   auto Y = te::compute("Y", {a.shape[0], m, arith::make_int(n)}, [&](const Indices& i) {
     tir::Expr y = te::read(C, {i[0] * m + i[1], i[2]});
     return epilogue != nullptr ? epilogue->apply(y, i) : y;

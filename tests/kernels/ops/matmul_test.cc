@@ -88,6 +88,8 @@ class MatmulKernels {
     add(matmul_packed_b(f32({m, 40}), f32({3, 40, 16}), 37), "mmp_sym_m");
     add(matmul_packed_b(f32({2, m, 9}), f32({2, 9, 16}), 20), "mmp_batched");
     add(matmul_packed_b(f32({m, rows, 24}), f32({2, 24, 16}), 30), "mmp_batch_and_rows");
+    add(matmul_packed_b(f32({3, 5, 24}), f32({2, 24, 16}), 30), "mmp_static_batches");
+    add(matmul_packed_b(f32({1, 13, 24}), f32({2, 24, 16}), 30), "mmp_static_one_batch");
     for (int64_t tile_n : {16, 48}) {
       funcs.push_back(lower_op(matmul_packed_b(f32({m, 40}), f32({3, 40, 16}), 37),
                                {{"tile_n", tile_n}, {"tile_m", 3}},
@@ -227,14 +229,24 @@ TEST(MatmulPackedB, MatchesTheProductWithTheUnpackedB) {
 }
 
 // [Batch, M, K] runs as one product of Batch*M rows: a batch of one-row matrices (torch's
-// [L, n, E] projections at n = 1), row tiles across batches, the tail of the flat rows.
+// [L, n, E] projections at n = 1), row tiles across batches, the tail of the flat rows;
+// static batches, and a static batch of one (its own row loop).
 TEST(MatmulPackedB, BatchesOfFewRowsRunAsOneProduct) {
-  for (auto [batch, m] :
-       std::vector<std::pair<int64_t, int64_t>>{{13, 1}, {5, 3}, {1, 7}, {3, 8}}) {
+  struct Case {
+    std::string symbol;
+    int64_t batch, m;
+  };
+  for (const Case& k : std::vector<Case>{{"mmp_batch_and_rows", 13, 1},
+                                         {"mmp_batch_and_rows", 5, 3},
+                                         {"mmp_batch_and_rows", 1, 7},
+                                         {"mmp_batch_and_rows", 3, 8},
+                                         {"mmp_static_batches", 3, 5},
+                                         {"mmp_static_one_batch", 1, 13}}) {
+    const int64_t batch = k.batch, m = k.m;
     std::mt19937 rng(static_cast<uint32_t>(batch * 10 + m));
     vm::Tensor a = random({batch, m, 24}, rng), b = random({24, 30}, rng);
     vm::Tensor c = poisoned({batch, m, 30}), bp = pack_b(b);
-    ASSERT_EQ(MatmulKernels::get().call("mmp_batch_and_rows", {&a, &bp, &c}), 0);
+    ASSERT_EQ(MatmulKernels::get().call(k.symbol, {&a, &bp, &c}), 0);
     Product p{batch,
               m,
               24,
@@ -242,7 +254,7 @@ TEST(MatmulPackedB, BatchesOfFewRowsRunAsOneProduct) {
               [&](int64_t bb, int64_t i, int64_t kk) { return at(a, (bb * m + i) * 24 + kk); },
               [&](int64_t, int64_t kk, int64_t j) { return at(b, kk * 30 + j); }};
     expect_close(c, p.compute(), 24,
-                 "mmp_batch_and_rows " + std::to_string(batch) + "x" + std::to_string(m));
+                 k.symbol + " " + std::to_string(batch) + "x" + std::to_string(m));
   }
 }
 
