@@ -279,8 +279,13 @@ OpInstance conv_instance(const ConvGeometry& g, const TensorRef& X, const Tensor
 // flat index (a contiguous read) and weight(o, k) is one (broadcast) weight. The register
 // tile runs along the flat axis: one masked tail per channel block instead of one per row.
 struct FlatConv {
-  TensorRef source;                                                         // [N, K, spatial...]
-  std::function<tir::Expr(const arith::Expr&, const arith::Expr&)> weight;  // (o, k)
+  // The reduction's dims per group: {C/G} over X itself, {C, k...} over patches.
+  std::vector<int64_t> k_dims;
+  // The source at (n, reduction indices, output position...) (the first index offset to
+  // the group's channels), and the weight at (o, reduction indices).
+  using Ks = std::vector<arith::Expr>;
+  std::function<tir::Expr(const arith::Expr&, const Ks&, const Ks&)> input;
+  std::function<tir::Expr(const arith::Expr&, const Ks&)> weight;
   TensorRef patches;  // a stage computed at the root before the product, or null
 };
 
@@ -290,18 +295,20 @@ OpInstance flat_conv(const ConvGeometry& g, const FlatConv& fc, const TensorRef&
                      vm::DType dtype) {
   const arith::Expr& w = out_shape.back();
   const arith::Expr flat = g.rank == 2 ? arith::simplify(out_shape[2] * w) : w;
-  const int64_t k_per_group = fc.source->shape()[1].int_value() / g.groups;
-  te::IterVar rk = te::reduce_axis(k_per_group, "rk");
+  std::vector<te::IterVar> rk;
+  for (size_t d = 0; d < fc.k_dims.size(); ++d) {
+    rk.push_back(te::reduce_axis(fc.k_dims[d], "rk" + std::to_string(d)));
+  }
   TensorRef acc = te::compute("Acc", {out_shape[0], out_shape[1], flat}, [&](const Indices& i) {
-    arith::Expr k = rk.var;
-    if (g.groups > 1) k = arith::floordiv(i[1], g.c_out_per_group) * k_per_group + k;
-    std::vector<arith::Expr> si = {i[0], k};
-    if (g.rank == 2) {
-      si.insert(si.end(), {arith::floordiv(i[2], w), arith::floormod(i[2], w)});
-    } else {
-      si.push_back(i[2]);
+    FlatConv::Ks ks, source_ks;
+    for (const te::IterVar& r : rk) ks.push_back(r.var);
+    source_ks = ks;
+    if (g.groups > 1) {
+      source_ks[0] = arith::floordiv(i[1], g.c_out_per_group) * fc.k_dims[0] + source_ks[0];
     }
-    return te::sum(te::read(fc.source, si) * fc.weight(i[1], rk.var), {rk});
+    FlatConv::Ks position = {i[2]};
+    if (g.rank == 2) position = {arith::floordiv(i[2], w), arith::floormod(i[2], w)};
+    return te::sum(fc.input(i[0], source_ks, position) * fc.weight(i[1], ks), rk);
   });
   TensorRef Y = te::compute("Y", out_shape, [&](const Indices& i) {
     tir::Expr y = te::read(acc, {i[0], i[1], g.rank == 2 ? i[2] * w + i[3] : i[2]});
@@ -315,7 +322,13 @@ OpInstance flat_conv(const ConvGeometry& g, const FlatConv& fc, const TensorRef&
     if (oc_block <= 0 || ow_block <= 0) user_error("conv: oc_block and ow_block must be > 0");
     const bool parallel = knob_value(specs, knobs, "parallel") != 0;
     te::Schedule s = te::create_schedule({Y});
-    if (patches) schedule_injective(s, patches, 1, parallel);
+    if (patches) {
+      // Loops (n, c, first tap) fused in parallel, constants but n: no index decomposed by
+      // a symbolic output dim per row of positions (one per row made the copy 1/3 of a ViT
+      // patch embedding's time).
+      te::Stage& sp = s[patches];
+      if (parallel) sp.parallel(sp.fuse(sp.fuse(sp.axis(0), sp.axis(1)), sp.axis(2)));
+    }
     te::Stage& so = s[Y];
     te::IterVarRef positions = so.num_axes() == 4 ? so.fuse(so.axis(2), so.axis(3)) : so.axis(2);
     auto [oco, oci] = so.split(so.axis(1), oc_block);
@@ -346,9 +359,13 @@ OpInstance pointwise_conv(const ConvGeometry& g, const TensorRef& X, const Tenso
                           const TensorRef& B, const std::vector<arith::Expr>& out_shape,
                           const FusedEpilogue* epilogue, vm::DType dtype) {
   FlatConv fc;
-  fc.source = X;
-  fc.weight = [&W](const arith::Expr& o, const arith::Expr& k) {
-    return te::read(W, {o, k, 0, 0});
+  fc.k_dims = {g.c_in_per_group};
+  fc.input = [&X](const arith::Expr& n, const FlatConv::Ks& k, FlatConv::Ks at) {
+    at.insert(at.begin(), {n, k[0]});
+    return te::read(X, at);
+  };
+  fc.weight = [&W](const arith::Expr& o, const FlatConv::Ks& k) {
+    return te::read(W, {o, k[0], 0, 0});
   };
   return flat_conv(g, fc, X, W, B, out_shape, epilogue, dtype);
 }
@@ -378,31 +395,32 @@ OpInstance patch_conv(const ConvGeometry& g, const TensorRef& X, const TensorRef
                       const TensorRef& B, const std::vector<arith::Expr>& out_shape,
                       const FusedEpilogue* epilogue, vm::DType dtype) {
   const Window& win = g.window;
-  int64_t taps = 1;
-  for (int64_t k : win.kernel) taps *= k;
-  std::vector<arith::Expr> shape = {out_shape[0], arith::make_int(g.c_in * taps)};
-  shape.insert(shape.end(), out_shape.begin() + 2, out_shape.end());
-  // k = (c * k_0 + t_0) * k_1 + t_1: the position of (c, t...) in W's row.
-  auto split_k = [&win](arith::Expr k) {
-    std::vector<arith::Expr> parts(win.kernel.size() + 1);
-    for (size_t d = win.kernel.size(); d-- > 0;) {
-      parts[d + 1] = arith::floormod(k, win.kernel[d]);
-      k = arith::floordiv(k, win.kernel[d]);
-    }
-    parts[0] = k;
-    return parts;
-  };
+  // Patches[n, c, t..., y...] = X[n, c, y*s + t, ...]: W's row order (c, t...), each row
+  // the output's positions.
+  std::vector<arith::Expr> shape = {out_shape[0], arith::make_int(g.c_in)};
   FlatConv fc;
+  fc.k_dims = {g.c_in};
+  for (int64_t k : win.kernel) {
+    shape.push_back(arith::make_int(k));
+    fc.k_dims.push_back(k);
+  }
+  shape.insert(shape.end(), out_shape.begin() + 2, out_shape.end());
   fc.patches = te::compute("Patches", shape, [&](const Indices& i) {
-    std::vector<arith::Expr> parts = split_k(i[1]);
-    std::vector<arith::Expr> xi = {i[0], parts[0]};
-    for (size_t d = 0; d < g.rank; ++d) xi.push_back(i[2 + d] * win.strides[d] + parts[d + 1]);
+    std::vector<arith::Expr> xi = {i[0], i[1]};
+    for (size_t d = 0; d < g.rank; ++d) {
+      xi.push_back(i[2 + g.rank + d] * win.strides[d] + i[2 + d]);
+    }
     return te::read(X, xi);
   });
-  fc.source = fc.patches;
-  fc.weight = [&W, split_k](const arith::Expr& o, const arith::Expr& k) {
-    std::vector<arith::Expr> wi = {o};
-    for (const arith::Expr& part : split_k(k)) wi.push_back(part);
+  fc.input = [&fc](const arith::Expr& n, const FlatConv::Ks& k, const FlatConv::Ks& at) {
+    FlatConv::Ks pi = {n};
+    pi.insert(pi.end(), k.begin(), k.end());
+    pi.insert(pi.end(), at.begin(), at.end());
+    return te::read(fc.patches, pi);
+  };
+  fc.weight = [&W](const arith::Expr& o, const FlatConv::Ks& k) {
+    FlatConv::Ks wi = {o};
+    wi.insert(wi.end(), k.begin(), k.end());
     return te::read(W, wi);
   };
   return flat_conv(g, fc, X, W, B, out_shape, epilogue, dtype);
