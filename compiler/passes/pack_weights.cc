@@ -12,6 +12,9 @@ bool is_f32_tensor(const Type& t, size_t min_rank, size_t max_rank) {
          t->dims.size() >= min_rank && t->dims.size() <= max_rank;
 }
 
+// A's rank up to this (its leading dims are rows of one product, kernels/ops/matmul.h).
+constexpr size_t kMaxRank = 6;
+
 // Bp[p, k, c] = B[k, p * panel + c], zero past N.
 vm::Tensor pack_columns(const vm::Tensor& b, int64_t panel) {
   const int64_t k = b.shape()[0], n = b.shape()[1];
@@ -92,9 +95,9 @@ class PackWeights : public ExprMutator {
  private:
   // MatMulPackedB(operands[0], packed B), B the constant `b` or else operands[1]'s value.
   Expr pack(const std::vector<Expr>& operands, const Type& type, vm::Tensor b) const {
-    if (operands.size() < 2 || !is_f32_tensor(type, 2, 3)) return {};
+    if (operands.size() < 2 || !is_f32_tensor(type, 2, kMaxRank)) return {};
     const Expr& a = operands[0];
-    if (!is_f32_tensor(a.type(), 2, 3)) return {};
+    if (!is_f32_tensor(a.type(), 2, kMaxRank)) return {};
     if (!b.defined()) b = constant_operand(facts_, operands[1]);
     if (!b.defined() || b.dtype() != vm::DType::kFloat32 || b.shape().size() != 2) return {};
     const int64_t n = b.shape()[1];

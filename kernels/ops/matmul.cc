@@ -1,6 +1,7 @@
 // Matrix-product builders and their shared register-tiled schedule template (matmul.h).
 #include "kernels/ops/matmul.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "kernels/arith/simplify.h"
@@ -49,10 +50,12 @@ void vectorize_columns(te::Stage& st, const te::IterVarRef& columns, int64_t pan
 // producing it, or null to make one with cache_write. batch_axes: leading dims of out.
 // panel > 0: B is packed in panels of that many columns (matmul_packed_b), and the tile's
 // columns are vectors of one panel each, so that every B load is contiguous.
-// flat_rows: out is [Batch, M, N] and acc [Batch*M, N] (batch_axes 0): out's (batch, row)
-// loops fuse into one, tiled like M.
+// row_axes (non-empty): acc is [rows, N] (batch_axes 0) and out [..., N] reads it at the
+// flat index of its axes row_axes (in order; out's other axes besides N have extent 1):
+// those loops fuse into one, tiled like M.
 te::Schedule tiled_schedule(const TensorRef& out, TensorRef acc, size_t batch_axes, int64_t panel,
-                            bool flat_rows, const OpInstance& op, const KnobValues& knobs) {
+                            const std::vector<size_t>& row_axes, const OpInstance& op,
+                            const KnobValues& knobs) {
   int64_t tile_m = knob(op, knobs, "tile_m");
   int64_t tile_n = knob(op, knobs, "tile_n");
   int64_t tile_k = knob(op, knobs, "tile_k");
@@ -66,8 +69,26 @@ te::Schedule tiled_schedule(const TensorRef& out, TensorRef acc, size_t batch_ax
   if (panel > 0 && tile_n % panel != 0) {
     user_error(op.name, ": tile_n (", tile_n, ") must be a multiple of the panel (", panel, ")");
   }
-  te::IterVarRef rows = flat_rows ? so.fuse(so.axis(0), so.axis(1)) : so.axis(m_axis);
-  auto [mo, no, mi, ni] = so.tile(rows, so.axis(flat_rows ? 2 : n_axis), tile_m, tile_n);
+  const bool flat_rows = !row_axes.empty();
+  te::IterVarRef rows = so.axis(m_axis);
+  te::IterVarRef columns = so.axis(n_axis);
+  if (flat_rows) {
+    // The extent-1 axes outermost, then the row axes fused (adjacent once reordered).
+    const size_t rank = out->shape().size();
+    std::vector<te::IterVarRef> order;
+    for (size_t d = 0; d + 1 < rank; ++d) {
+      if (std::find(row_axes.begin(), row_axes.end(), d) == row_axes.end()) {
+        order.push_back(so.axis(d));
+      }
+    }
+    for (size_t d : row_axes) order.push_back(so.axis(d));
+    order.push_back(so.axis(rank - 1));
+    so.reorder(order);
+    rows = so.axis(row_axes[0]);
+    for (size_t k = 1; k < row_axes.size(); ++k) rows = so.fuse(rows, so.axis(row_axes[k]));
+    columns = so.axis(rank - 1);
+  }
+  auto [mo, no, mi, ni] = so.tile(rows, columns, tile_m, tile_n);
   vectorize_columns(so, ni, panel);
   so.unroll(mi);
   if (parallel) {
@@ -96,7 +117,7 @@ te::Schedule tiled_schedule(const TensorRef& out, TensorRef acc, size_t batch_ax
 
 OpInstance make_instance(std::string name, std::vector<TensorRef> inputs, TensorRef out,
                          TensorRef acc, size_t batch_axes, const arith::Expr& m, int64_t panel = 0,
-                         bool flat_rows = false) {
+                         std::vector<size_t> row_axes = {}) {
   OpInstance op;
   op.name = std::move(name);
   op.inputs = std::move(inputs);
@@ -106,8 +127,8 @@ OpInstance make_instance(std::string name, std::vector<TensorRef> inputs, Tensor
   OpInstance knob_table;
   knob_table.name = op.name;
   knob_table.knobs = op.knobs;
-  op.schedule = [out, acc, batch_axes, panel, flat_rows, knob_table](const KnobValues& knobs) {
-    return tiled_schedule(out, acc, batch_axes, panel, flat_rows, knob_table, knobs);
+  op.schedule = [out, acc, batch_axes, panel, row_axes, knob_table](const KnobValues& knobs) {
+    return tiled_schedule(out, acc, batch_axes, panel, row_axes, knob_table, knobs);
   };
   if (m.kind() == arith::ExprKind::kVar) {
     for (const KnobSpec& spec : op.knobs) {
@@ -191,7 +212,7 @@ OpInstance matmul_packed_b_with(const TensorType& a, const TensorType& bp, int64
   const char* op = "matmul_packed_b";
   check_float(a, op, "A");
   if (a.dtype != bp.dtype) user_error(op, ": A and B dtypes differ");
-  if (a.shape.size() != 2 && a.shape.size() != 3) user_error(op, ": A must be 2-D or 3-D");
+  if (a.shape.size() < 2) user_error(op, ": A must be [..., M, K]");
   if (bp.shape.size() != 3) user_error(op, ": packed B must be [panels, K, ", kPackedPanel, "]");
   const std::vector<int64_t> pd = constant_dims(bp, 0, op, "packed B's dims");
   if (n < 1 || pd[0] != (n + kPackedPanel - 1) / kPackedPanel || pd[2] != kPackedPanel) {
@@ -202,33 +223,58 @@ OpInstance matmul_packed_b_with(const TensorType& a, const TensorType& bp, int64
   auto A = te::placeholder("A", a.shape, a.dtype);
   auto B = te::placeholder("B", bp.shape, bp.dtype);
   auto r = te::reduce_axis(bp.shape[1], "k");
-  // A [Batch, M, K] is one matrix of Batch*M rows (A is contiguous): C over the flat rows,
-  // read back as [Batch, M, N]. Per batch, a [L, n, E] activation (torch's
-  // MultiheadAttention projects its [L, n, E] transpose) ran L products of n rows, at n = 1
-  // one row per tile of 8 (a ViT's [197, 1, 96] x [96, 288]: 2x slower than one product).
-  // A batch of literally one keeps its own row loop: fused with an extent-1 batch loop, a
-  // static M's tail tile reads C back past M rows and bound inference sized C for all of
-  // them (a [1, 197, 96] x [96, 192] ran 45x slower).
-  const bool batched = a.shape.size() == 3 && !is_one(a.shape[0]);
-  const arith::Expr m = a.shape[a.shape.size() - 2];
-  const arith::Expr rows = batched ? arith::simplify(a.shape[0] * m) : m;
+  // A [..., M, K] is one matrix of rows (A is contiguous): C over the flat rows, read back
+  // as [..., M, N]. Per batch, a [L, n, E] activation (torch's MultiheadAttention projects
+  // its [L, n, E] transpose) ran L products of n rows, at n = 1 one row per tile of 8 (a
+  // ViT's [197, 1, 96] x [96, 288]: 2x slower than one product); a channels-last [n, h, w,
+  // C] (ConvNeXt's pointwise MLP) ran n*h products of w rows, each too short to share
+  // among threads. Dims of literally 1 stay out of the rows: fused with an extent-1 loop, a
+  // static M's tail tile read C back past M rows and bound inference sized C for all of
+  // them (a [1, 197, 96] x [96, 192] ran 45x slower). With M the only row dim left, the
+  // product is the plain one.
+  const size_t rank = a.shape.size();
+  std::vector<size_t> row_axes;
+  for (size_t d = 0; d + 1 < rank; ++d) {
+    if (!is_one(a.shape[d])) row_axes.push_back(d);
+  }
+  const bool flat = !row_axes.empty() && !(row_axes.size() == 1 && row_axes[0] == rank - 2);
+  const arith::Expr m = a.shape[rank - 2];
+  arith::Expr rows = arith::make_int(1);
+  for (size_t d : row_axes) rows = rows * a.shape[d];
+  rows = arith::simplify(rows);
   std::vector<arith::Expr> c_shape = {rows, arith::make_int(n)};
-  if (a.shape.size() == 3 && !batched) c_shape.insert(c_shape.begin(), a.shape[0]);
+  if (!flat) {
+    c_shape.assign(a.shape.begin(), a.shape.end() - 1);
+    c_shape.push_back(arith::make_int(n));
+  }
   auto C = te::compute("C", c_shape, [&](const Indices& i) {
     std::vector<arith::Expr> ia(i.begin(), i.end() - 1);
+    if (flat) {
+      // The flat row decomposed over the row dims, the last fastest.
+      ia.assign(rank - 1, arith::make_int(0));
+      arith::Expr rest = i[0];
+      for (size_t k = row_axes.size(); k-- > 1;) {
+        ia[row_axes[k]] = arith::floormod(rest, a.shape[row_axes[k]]);
+        rest = arith::floordiv(rest, a.shape[row_axes[k]]);
+      }
+      ia[row_axes[0]] = rest;
+    }
     ia.push_back(r.var);
-    if (batched) ia = {arith::floordiv(i[0], m), arith::floormod(i[0], m), r.var};
     const arith::Var& j = i.back();
     tir::Expr bv =
         te::read(B, {arith::floordiv(j, kPackedPanel), r.var, arith::floormod(j, kPackedPanel)});
     return te::sum(te::read(A, ia) * bv, {r});
   });
   const std::string name = std::string(op) + "_" + dtype_suffix(a.dtype);
-  if (!batched) {
-    return reduction_output(name, {A, B}, C, a.shape.size() - 2, m, epilogue, kPackedPanel);
-  }
-  auto Y = te::compute("Y", {a.shape[0], m, arith::make_int(n)}, [&](const Indices& i) {
-    tir::Expr y = te::read(C, {i[0] * m + i[1], i[2]});
+  if (!flat) return reduction_output(name, {A, B}, C, rank - 2, m, epilogue, kPackedPanel);
+  std::vector<arith::Expr> y_shape(a.shape.begin(), a.shape.end() - 1);
+  y_shape.push_back(arith::make_int(n));
+  auto Y = te::compute("Y", y_shape, [&](const Indices& i) {
+    arith::Expr row = i[row_axes[0]];
+    for (size_t k = 1; k < row_axes.size(); ++k) {
+      row = row * a.shape[row_axes[k]] + i[row_axes[k]];
+    }
+    tir::Expr y = te::read(C, {row, i.back()});
     return epilogue != nullptr ? epilogue->apply(y, i) : y;
   });
   std::vector<TensorRef> inputs{A, B};
@@ -236,7 +282,7 @@ OpInstance matmul_packed_b_with(const TensorType& a, const TensorType& bp, int64
     inputs.insert(inputs.end(), epilogue->inputs.begin(), epilogue->inputs.end());
   }
   return make_instance(name + (epilogue != nullptr ? epilogue->name : ""), inputs, Y, C, 0, rows,
-                       kPackedPanel, true);
+                       kPackedPanel, row_axes);
 }
 
 OpInstance gemm_with(const TensorType& a, const TensorType& b, const std::optional<TensorType>& c,

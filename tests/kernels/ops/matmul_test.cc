@@ -90,6 +90,7 @@ class MatmulKernels {
     add(matmul_packed_b(f32({m, rows, 24}), f32({2, 24, 16}), 30), "mmp_batch_and_rows");
     add(matmul_packed_b(f32({3, 5, 24}), f32({2, 24, 16}), 30), "mmp_static_batches");
     add(matmul_packed_b(f32({1, 13, 24}), f32({2, 24, 16}), 30), "mmp_static_one_batch");
+    add(matmul_packed_b(f32({m, 1, rows, 3, 24}), f32({2, 24, 16}), 30), "mmp_rank5");
     for (int64_t tile_n : {16, 48}) {
       funcs.push_back(lower_op(matmul_packed_b(f32({m, 40}), f32({3, 40, 16}), 37),
                                {{"tile_n", tile_n}, {"tile_m", 3}},
@@ -255,6 +256,25 @@ TEST(MatmulPackedB, BatchesOfFewRowsRunAsOneProduct) {
               [&](int64_t, int64_t kk, int64_t j) { return at(b, kk * 30 + j); }};
     expect_close(c, p.compute(), 24,
                  k.symbol + " " + std::to_string(batch) + "x" + std::to_string(m));
+  }
+}
+
+// A channels-last [n, 1, h, w, C]: the rows are n*h*w, the dim of 1 left out of them.
+TEST(MatmulPackedB, AnyRankRunsItsLeadingDimsAsRows) {
+  for (auto [batch, h] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2, 5}, {3, 4}}) {
+    std::mt19937 rng(static_cast<uint32_t>(batch * 7 + h));
+    const int64_t rows = batch * h * 3;
+    vm::Tensor a = random({batch, 1, h, 3, 24}, rng), b = random({24, 30}, rng);
+    vm::Tensor c = poisoned({batch, 1, h, 3, 30}), bp = pack_b(b);
+    ASSERT_EQ(MatmulKernels::get().call("mmp_rank5", {&a, &bp, &c}), 0);
+    Product p{1,
+              rows,
+              24,
+              30,
+              [&](int64_t, int64_t i, int64_t kk) { return at(a, i * 24 + kk); },
+              [&](int64_t, int64_t kk, int64_t j) { return at(b, kk * 30 + j); }};
+    expect_close(c, p.compute(), 24,
+                 "mmp_rank5 " + std::to_string(batch) + "x" + std::to_string(h));
   }
 }
 
