@@ -622,7 +622,7 @@ TEST(TransformBuilders, OutputShapesAreExpressionsOfTheInputDims) {
   EXPECT_EQ(back.outputs[0]->shape()[0].int_value(), 1);  // 9 only
   OpInstance p = pad({kF32, {m, n}}, {1, 0, 2, 0});
   EXPECT_TRUE(an.provably_equal(p.outputs[0]->shape()[0], m + 3));
-  EXPECT_EQ(knob(p, {}, "vector_width"), 8);
+  EXPECT_EQ(knob(p, {}, "vector_width"), 16);
 }
 
 // ---- trilu
