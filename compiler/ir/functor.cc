@@ -74,13 +74,13 @@ ExprMutator::RewrittenChain ExprMutator::rewrite_let_chain(const Expr& e) {
   for (; cur.kind() == ExprKind::kLet; cur = cur->operands[2]) {
     const Expr& var = cur->operands[0];
     const Expr& value = cur->operands[1];
-    Binding b = rewrite_binding(var, value);
-    if (!b.value.defined()) {
+    std::vector<Binding>& bindings = out.chain.bindings;
+    const size_t before = bindings.size();
+    rewrite_binding_into(var, value, bindings);
+    if (bindings.size() != before + 1 || !bindings.back().var.same_node(var) ||
+        !bindings.back().value.same_node(value)) {
       out.changed = true;
-      continue;
     }
-    if (!b.var.same_node(var) || !b.value.same_node(value)) out.changed = true;
-    out.chain.bindings.push_back(std::move(b));
   }
   out.chain.body = mutate(cur);
   if (!out.chain.body.same_node(cur)) out.changed = true;

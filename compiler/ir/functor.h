@@ -166,8 +166,14 @@ class ExprMutator : public ExprFunctor<Expr(const Expr&)> {
   virtual Binding rewrite_binding(const Expr& var, const Expr& value) {
     return {var, mutate(value)};
   }
-  // The chain starting at `e` with every binding through rewrite_binding (dropped ones
-  // left out) and the body rewritten; `changed` says whether anything differs. For passes
+  // One binding as any number of bindings appended to `out` (pack_weights turns a Gemm
+  // into its product and an Add). By default rewrite_binding's, unless it dropped it.
+  virtual void rewrite_binding_into(const Expr& var, const Expr& value, std::vector<Binding>& out) {
+    Binding b = rewrite_binding(var, value);
+    if (b.value.defined()) out.push_back(std::move(b));
+  }
+  // The chain starting at `e` with every binding through rewrite_binding_into and the body
+  // rewritten; `changed` says whether anything differs. For passes
   // that rebuild a chain their own way (fuse_ops groups bindings).
   struct RewrittenChain {
     LetChain chain;

@@ -63,33 +63,18 @@ class PackWeights : public ExprMutator {
       : facts_(typed.facts), stats_(stats) {}
 
  protected:
-  // A Gemm packs into two bindings (the product, then `+ beta * C`), so chains are rebuilt
-  // here rather than one binding at a time.
-  Expr visit_let(const Expr& e) override {
-    std::vector<Binding> out;
-    bool changed = false;
-    Expr cur = e;
-    for (; cur.kind() == ExprKind::kLet; cur = cur->operands[2]) {
-      const Expr& var = cur->operands[0];
-      const Expr& original = cur->operands[1];
-      Expr value = mutate(original);
-      changed |= !value.same_node(original);
-      if (value.kind() == ExprKind::kCall && value->name == "MatMul") {
-        if (Expr packed = pack(value->operands, value.type(), vm::Tensor()); packed.defined()) {
-          value = packed;
-          changed = true;
-        }
-      } else if (value.kind() == ExprKind::kCall && value->name == "Gemm") {
-        if (pack_gemm(var, value, out)) {
-          changed = true;
-          continue;
-        }
+  // A Gemm packs into two bindings: the product, then `+ beta * C`.
+  void rewrite_binding_into(const Expr& var, const Expr& original,
+                            std::vector<Binding>& out) override {
+    Expr value = mutate(original);
+    if (value.kind() == ExprKind::kCall && value->name == "MatMul") {
+      if (Expr packed = pack(value->operands, value.type(), vm::Tensor()); packed.defined()) {
+        value = packed;
       }
-      out.push_back({var, value});
+    } else if (value.kind() == ExprKind::kCall && value->name == "Gemm") {
+      if (pack_gemm(var, value, out)) return;
     }
-    Expr body = mutate(cur);
-    changed |= !body.same_node(cur);
-    return changed ? make_let_chain(out, body) : e;
+    out.push_back({var, value});
   }
 
  private:
