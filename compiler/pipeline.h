@@ -9,7 +9,7 @@
 //     infer_types       types with symbolic dims, known shape values
 //     simplify          identities bypassed, data-movement chains shortened, dims canonical
 //     fold_constants    all-constant calls evaluated
-//     fold_batch_norm   BatchNormalization folded into the Conv that feeds it
+//     fold_batch_norm   BatchNormalization folded into the Conv that feeds it, else a Mul + Add
 //     pack_weights      MatMul's constant B packed into column panels
 //     dce               dead lets and unreachable functions removed
 //     fuse_ops          epilogue fusion into primitive functions (--no-fuse skips it)

@@ -31,26 +31,30 @@ class FoldBatchNorm : public ExprMutator {
   }
 
  protected:
-  Binding rewrite_binding(const Expr& var, const Expr& original) override {
+  void rewrite_binding_into(const Expr& var, const Expr& original,
+                            std::vector<Binding>& out) override {
     Expr value = mutate(original);
     if (value.kind() == ExprKind::kCall) {
       defined_[var->var_id] = value;
-      if (value->name == "BatchNormalization") {
+      if (value->name == "BatchNormalization" && is_inference(value)) {
         if (Expr folded = fold(value); folded.defined()) {
           ++stats_.folded;
           defined_[var->var_id] = folded;
-          return {var, folded};
+          out.push_back({var, folded});
+          return;
+        }
+        if (scale_and_shift(var, value, out)) {
+          ++stats_.affine;
+          return;
         }
       }
     }
-    return {var, value};
+    out.push_back({var, value});
   }
 
  private:
   // The Conv with the normalization folded into its weights, or an undefined Expr.
   Expr fold(const Expr& bn) const {
-    if (bn->operands.size() != 5 || !bn.type().defined() || !bn.type().is_tensor()) return {};
-    if (attr_int(bn->attrs, "training_mode", 0, "BatchNormalization") != 0) return {};
     const Expr& input = bn->operands[0];
     if (input.kind() != ExprKind::kVar || uses_.at(input->var_id) != 1) return {};
     auto def = defined_.find(input->var_id);
@@ -64,13 +68,10 @@ class FoldBatchNorm : public ExprMutator {
       return {};
     }
     const int64_t channels = w.shape()[0];
-    std::vector<vm::Tensor> stats;  // scale, B, mean, var
-    for (size_t i = 1; i < 5; ++i) {
-      stats.push_back(constant_operand(facts_, bn->operands[i]));
-      if (!is_f32(stats.back()) || stats.back().numel() != channels) return {};
-    }
+    const std::vector<vm::Tensor> stats = statistics(bn);
+    if (stats.empty() || stats[0].numel() != channels) return {};
     if (bias.defined() && bias.numel() != channels) return {};
-    const double eps = attr_float(bn->attrs, "epsilon", 1e-5, "BatchNormalization");
+    const double eps = epsilon(bn);
 
     vm::Tensor folded_w = vm::Tensor::empty(w.shape(), vm::DType::kFloat32);
     vm::Tensor folded_b = vm::Tensor::empty({channels}, vm::DType::kFloat32);
@@ -90,6 +91,57 @@ class FoldBatchNorm : public ExprMutator {
                      conv->attrs, bn.type());
   }
 
+  // A BatchNormalization at inference with one output and a typed tensor result.
+  static bool is_inference(const Expr& bn) {
+    return bn->operands.size() == 5 && bn.type().defined() && bn.type().is_tensor() &&
+           attr_int(bn->attrs, "training_mode", 0, "BatchNormalization") == 0;
+  }
+
+  static double epsilon(const Expr& bn) {
+    return attr_float(bn->attrs, "epsilon", 1e-5, "BatchNormalization");
+  }
+
+  // scale, B, mean and var: f32 constants of as many elements each, or none.
+  std::vector<vm::Tensor> statistics(const Expr& bn) const {
+    std::vector<vm::Tensor> stats;
+    for (size_t i = 1; i < 5; ++i) {
+      stats.push_back(constant_operand(facts_, bn->operands[i]));
+      if (!is_f32(stats.back()) || stats.back().numel() != stats[0].numel()) return {};
+    }
+    return stats;
+  }
+
+  // A BatchNormalization of no foldable Conv (after an activation, a pool, a matmul) as
+  // `x * a + c` with constants a_o = scale_o / sqrt(var_o + eps) and c_o = B_o - mean_o * a_o
+  // shaped [C, 1, ...] to broadcast over x's trailing dims: two elementwise calls that
+  // fuse_ops folds into whatever kernel produces x, where the normalization was a kernel of
+  // its own with a square root per element. Appends the two bindings and says whether it did.
+  bool scale_and_shift(const Expr& var, const Expr& bn, std::vector<Binding>& out) {
+    const Type& x = bn->operands[0].type();
+    if (!x.defined() || !x.is_tensor() || x->dtype != vm::DType::kFloat32 || x->dims.size() < 2) {
+      return false;
+    }
+    const std::vector<vm::Tensor> stats = statistics(bn);
+    if (stats.empty()) return false;
+    const int64_t channels = stats[0].numel();
+    if (x->dims[1].is_const() && x->dims[1].value() != channels) return false;
+    vm::Shape shape{channels};
+    shape.resize(x->dims.size() - 1, 1);
+    vm::Tensor a = vm::Tensor::empty(shape, vm::DType::kFloat32);
+    vm::Tensor c = vm::Tensor::empty(shape, vm::DType::kFloat32);
+    const double eps = epsilon(bn);
+    auto at = [](const vm::Tensor& t, int64_t i) { return double{t.data_as<float>()[i]}; };
+    for (int64_t o = 0; o < channels; ++o) {
+      const double scale = at(stats[0], o) / std::sqrt(at(stats[3], o) + eps);
+      a.data_as<float>()[o] = static_cast<float>(scale);
+      c.data_as<float>()[o] = static_cast<float>(at(stats[1], o) - at(stats[2], o) * scale);
+    }
+    Expr scaled = make_var(var->name + "_scaled", bn.type());
+    out.push_back({scaled, make_call("Mul", {bn->operands[0], make_constant(a)}, {}, bn.type())});
+    out.push_back({var, make_call("Add", {scaled, make_constant(c)}, {}, bn.type())});
+    return true;
+  }
+
   const std::unordered_map<uint64_t, ValueFacts>& facts_;
   FoldBatchNormStats& stats_;
   std::unordered_map<uint64_t, size_t> uses_;
@@ -104,8 +156,9 @@ PassResult fold_batch_norm(const TypedModule& in, FoldBatchNormStats* stats) {
   TypedModule out = in;
   FoldBatchNorm folder(in, s);
   out.module = folder.mutate_module(in.module);
-  return PassResult(std::move(out), s.folded > 0,
-                    str_cat(s.folded, " BatchNormalization folded into their Conv"));
+  return PassResult(std::move(out), s.folded + s.affine > 0,
+                    str_cat(s.folded, " BatchNormalization folded into their Conv, ", s.affine,
+                            " as a multiply and an add"));
 }
 
 }  // namespace dynvm::compiler
