@@ -16,6 +16,7 @@
 #include "compiler/passes/expand_recurrent.h"
 #include "compiler/passes/fold_batch_norm.h"
 #include "compiler/passes/fold_constants.h"
+#include "compiler/passes/fuse_attention.h"
 #include "compiler/passes/fuse_ops.h"
 #include "compiler/passes/infer_types.h"
 #include "compiler/passes/pack_weights.h"
@@ -100,6 +101,10 @@ constexpr Step kSteps[] = {
      [](Compilation& c, const CompileOptions&) { return graph(c, pack_weights(c.typed)); }},
     {"dce", Form::kGraph,
      [](Compilation& c, const CompileOptions&) { return graph(c, dce(c.typed)); }},
+    {"fuse_attention", Form::kGraph,
+     [](Compilation& c, const CompileOptions& o) {
+       return o.fuse ? graph(c, fuse_attention(c.typed)) : skipped("--no-fuse");
+     }},
     {"fuse_ops", Form::kGraph,
      [](Compilation& c, const CompileOptions& o) {
        return o.fuse ? graph(c, fuse_ops(c.typed)) : skipped("--no-fuse");

@@ -12,6 +12,7 @@
 //     fold_batch_norm   BatchNormalization folded into the Conv that feeds it, else a Mul + Add
 //     pack_weights      MatMul's constant B packed into column panels
 //     dce               dead lets and unreachable functions removed
+//     fuse_attention    MatMul -> scale -> mask -> Softmax -> MatMul as one dynvm.Attention
 //     fuse_ops          epilogue fusion into primitive functions (--no-fuse skips it)
 //   place_devices       where each value lives, the copies between devices (an analysis)
 //   lowering (compiler/lower):

@@ -92,4 +92,22 @@ Expr ExprMutator::visit_let(const Expr& e) {
   return r.changed ? make_let_chain(r.chain.bindings, std::move(r.chain.body)) : e;
 }
 
+namespace {
+
+class CountUses : public ExprVisitor {
+ public:
+  std::unordered_map<uint64_t, size_t> uses;
+
+ protected:
+  void visit_var(const Expr& e) override { ++uses[e->var_id]; }
+};
+
+}  // namespace
+
+std::unordered_map<uint64_t, size_t> count_var_uses(const Module& m) {
+  CountUses count;
+  count.visit_module(m);
+  return std::move(count.uses);
+}
+
 }  // namespace dynvm::compiler

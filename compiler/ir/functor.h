@@ -19,7 +19,9 @@
 // length. A Loop's body is a Function, walked through visit_function / mutate_function.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "compiler/ir/expr.h"
@@ -185,5 +187,9 @@ class ExprMutator : public ExprFunctor<Expr(const Expr&)> {
   Expr mutate_operands(const Expr& e);
   std::vector<Expr> mutate_all(const std::vector<Expr>& es, bool* changed);
 };
+
+// How many times each variable is read anywhere in `m` (by var_id): the passes that rewrite a
+// chain of calls (fold_batch_norm, fuse_attention) only fold a value read by the chain alone.
+std::unordered_map<uint64_t, size_t> count_var_uses(const Module& m);
 
 }  // namespace dynvm::compiler

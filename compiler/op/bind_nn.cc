@@ -1,5 +1,6 @@
 // Bindings of the neural-network operators: MatMul (2-D, and 3-D batches; with B packed by
-// compiler/passes/pack_weights, dynvm.MatMulPackedB), Gemm, Conv and
+// compiler/passes/pack_weights, dynvm.MatMulPackedB), dynvm.Attention
+// (compiler/passes/fuse_attention), Gemm, Conv and
 // ConvTranspose (auto_pad and output_shape resolved into pads from the kernel's static
 // input dims), pools, reductions, ArgMax / ArgMin, Softmax / LogSoftmax, Layer- and
 // BatchNormalization (inference), CumSum and Resize. Constant inputs that steer the
@@ -9,6 +10,7 @@
 #include <cmath>
 
 #include "compiler/op/bind_families.h"
+#include "kernels/ops/attention.h"
 #include "kernels/ops/batch_norm.h"
 #include "kernels/ops/conv.h"
 #include "kernels/ops/cumsum.h"
@@ -52,6 +54,16 @@ KernelBinding bind_matmul_packed_b(const BindContext& ctx) {
   const int64_t n = attr_int(ctx.attrs(), "n", 0, ctx.where());
   return kernel_binding(ctx, "MatMulPackedB", "n=" + std::to_string(n), {0, 1},
                         [n](const auto& t) { return ops::matmul_packed_b(t[0], t[1], n); });
+}
+
+KernelBinding bind_attention(const BindContext& ctx) {
+  const double scale = attr_float(ctx.attrs(), "scale", 1.0, ctx.where());
+  return kernel_binding(ctx, "Attention", key_float(ctx, "scale", 1.0), present_inputs(ctx),
+                        [scale](const auto& t) {
+                          std::optional<ops::TensorType> mask;
+                          if (t.size() == 4) mask = t[3];
+                          return ops::attention(t[0], t[1], t[2], mask, scale);
+                        });
 }
 
 KernelBinding bind_gemm(const BindContext& ctx) {
@@ -408,6 +420,7 @@ KernelBinding bind_resize(const BindContext& ctx) {
 void register_nn_bindings() {
   register_binding("MatMul", bind_matmul);
   register_binding("dynvm.MatMulPackedB", bind_matmul_packed_b);
+  register_binding("dynvm.Attention", bind_attention);
   register_binding("Gemm", bind_gemm);
   register_binding("Conv", bind_conv);
   register_binding("ConvTranspose", bind_conv_transpose);

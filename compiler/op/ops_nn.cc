@@ -195,6 +195,26 @@ Facts matmul_packed_b_op(OpContext& ctx) {
   return {tensor_facts(ctx.dtype(0), out)};
 }
 
+// dynvm.Attention(Q, Kt, V[, mask]) {scale}: softmax(scale * Q Kt + mask) V, the chain
+// compiler/passes/fuse_attention folds into one kernel. Q [..., Lq, D], Kt [..., D, Lk],
+// V [..., Lk, Dv] of one rank, batch dims broadcast; the output is [batch..., Lq, Dv].
+Facts attention_op(OpContext& ctx) {
+  const std::vector<Dim>& q = ctx.dims(0);
+  const std::vector<Dim>& kt = ctx.dims(1);
+  const std::vector<Dim>& v = ctx.dims(2);
+  if (q.size() < 2 || kt.size() != q.size() || v.size() != q.size()) {
+    ctx.fail("Q, Kt and V must have one rank >= 2");
+  }
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+    if (ctx.dtype(i) != ctx.dtype(0)) ctx.fail("operands have different dtypes");
+  }
+  auto batch = [](const std::vector<Dim>& d) { return std::vector<Dim>(d.begin(), d.end() - 2); };
+  std::vector<Dim> out = broadcast_dims(ctx, broadcast_dims(ctx, batch(q), batch(kt)), batch(v));
+  out.push_back(q[q.size() - 2]);
+  out.push_back(v.back());
+  return {tensor_facts(ctx.dtype(0), out)};
+}
+
 Facts gemm_op(OpContext& ctx) {
   const std::vector<Dim>& a = ctx.dims(0);
   const std::vector<Dim>& b = ctx.dims(1);
@@ -441,6 +461,7 @@ void register_nn_ops() {
   register_op({"MatMul", ShapeRule::kFromInputDims, 2, 2, matmul_op});
   register_op({"dynvm.MatMulPackedB", ShapeRule::kFromInputDims, 2, 2, matmul_packed_b_op});
   register_op({"Gemm", ShapeRule::kFromInputDims, 2, 3, gemm_op});
+  register_op({"dynvm.Attention", ShapeRule::kFromInputDims, 3, 4, attention_op});
   for (const char* op :
        {"ReduceL1", "ReduceL2", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin",
         "ReduceProd", "ReduceSum", "ReduceSumSquare", "ReduceLogSum"}) {

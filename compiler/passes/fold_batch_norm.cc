@@ -10,25 +10,12 @@
 namespace dynvm::compiler {
 namespace {
 
-// How many times each variable is read, anywhere in the module.
-class CountUses : public ExprVisitor {
- public:
-  std::unordered_map<uint64_t, size_t> uses;
-
- protected:
-  void visit_var(const Expr& e) override { ++uses[e->var_id]; }
-};
-
 bool is_f32(const vm::Tensor& t) { return t.defined() && t.dtype() == vm::DType::kFloat32; }
 
 class FoldBatchNorm : public ExprMutator {
  public:
   FoldBatchNorm(const TypedModule& typed, FoldBatchNormStats& stats)
-      : facts_(typed.facts), stats_(stats) {
-    CountUses count;
-    count.visit_module(typed.module);
-    uses_ = std::move(count.uses);
-  }
+      : facts_(typed.facts), stats_(stats), uses_(count_var_uses(typed.module)) {}
 
  protected:
   void rewrite_binding_into(const Expr& var, const Expr& original,

@@ -14,6 +14,7 @@
 
 #include "kernels/arith/simplify.h"
 #include "kernels/ops/elementwise.h"
+#include "kernels/ops/lanes.h"
 #include "kernels/ops/reduce.h"
 #include "kernels/ops/schedules.h"
 #include "vm/error.h"
@@ -67,84 +68,11 @@ RowGeometry row_geometry(const TensorType& x, const std::vector<size_t>& axes) {
   return g;
 }
 
-// A reduction over the last axis of a row (`length` elements, the row's other indices
-// `kept`), computed in `lanes` parallel partial results so that the generated loop is a
-// vector loop: partial[kept..., v] reduces element c * lanes + v over the whole chunks c,
-// with v innermost and vectorized; the lanes and the tail (the last length % lanes
-// elements) are then reduced by two short scalar loops and combined. Nothing is read
-// out of bounds and no element is guarded, so the chunk loop has no selects. `element`
-// gives the value to reduce at a row position; the stages to schedule are appended to
-// `stages` (partial first), the result (over `kept_shape`) is returned.
-// The lane count is fixed, not a knob: the partial stages must exist before a schedule
-// runs. 16 f32 lanes fill a 512-bit vector and split into two 256-bit ones.
-constexpr int64_t kLanes = 16;
-
-struct LaneStages {
-  std::vector<te::TensorRef> partials;  // vectorized over their last axis
-  std::vector<te::TensorRef> scalars;   // reductions and combinations over kept_shape
-};
-
-te::TensorRef lane_reduce(
-    const std::string& name, bool is_max, const std::vector<arith::Expr>& kept_shape,
-    const arith::Expr& length, int64_t lanes,
-    const std::function<Expr(const te::Indices&, const arith::Expr&)>& element,
-    LaneStages* stages) {
-  auto reduce = [&](Expr value, std::vector<te::IterVar> r) {
-    return is_max ? te::max_reduce(std::move(value), std::move(r))
-                  : te::sum(std::move(value), std::move(r));
-  };
-  const arith::Expr v = arith::make_int(lanes);
-  const arith::Expr chunks = arith::simplify(arith::floordiv(length, v));
-  const arith::Expr tail_start = arith::simplify(chunks * v);
-  std::vector<arith::Expr> partial_shape = kept_shape;
-  partial_shape.push_back(v);
-  te::TensorRef partial = te::compute(name + "Lanes", partial_shape, [&](const te::Indices& i) {
-    te::IterVar c = te::reduce_axis(chunks, "c");
-    te::Indices kept(i.begin(), i.end() - 1);
-    return reduce(element(kept, arith::Expr(c.var) * v + arith::Expr(i.back())), {c});
-  });
-  auto kept_of = [](const te::Indices& i) { return std::vector<arith::Expr>(i.begin(), i.end()); };
-  te::TensorRef across = te::compute(name + "Across", kept_shape, [&](const te::Indices& i) {
-    te::IterVar l = te::reduce_axis(v, "l");
-    std::vector<arith::Expr> idx = kept_of(i);
-    idx.push_back(l.var);
-    return reduce(te::read(partial, idx), {l});
-  });
-  te::TensorRef tail = te::compute(name + "Tail", kept_shape, [&](const te::Indices& i) {
-    te::IterVar t = te::reduce_axis(arith::simplify(length - tail_start), "t");
-    return reduce(element(i, tail_start + arith::Expr(t.var)), {t});
-  });
-  te::TensorRef result = te::compute(name, kept_shape, [&](const te::Indices& i) {
-    Expr a = te::read(across, kept_of(i)), b = te::read(tail, kept_of(i));
-    return is_max ? tir::max(a, b) : a + b;
-  });
-  stages->partials.push_back(partial);
-  stages->scalars.insert(stages->scalars.end(), {across, tail});
-  return result;
-}
-
 // The injective template's knobs plus the reduction template's unroll.
 std::vector<KnobSpec> norm_knobs(const std::vector<arith::Expr>& shape) {
   std::vector<KnobSpec> knobs = injective_knobs(shape);
   knobs.push_back(reduction_knobs(shape).back());
   return knobs;
-}
-
-// A lane_reduce partial stage: the chunk loop outside, the lanes inside as one vector.
-void schedule_lanes(te::Schedule& s, const te::TensorRef& partial, bool parallel) {
-  te::Stage& stage = s[partial];
-  const size_t rank = stage.num_axes();
-  const te::IterVarRef lane = stage.axis(rank - 1);
-  std::vector<te::IterVarRef> order;
-  for (size_t d = 0; d + 1 < rank; ++d) order.push_back(stage.axis(d));
-  order.push_back(stage.reduce_axis(0));
-  order.push_back(lane);
-  stage.reorder(order);
-  stage.vectorize(lane);
-  if (!parallel || rank < 2) return;
-  te::IterVarRef fused = stage.axis(0);
-  for (size_t d = 1; d + 1 < rank; ++d) fused = stage.fuse(fused, stage.axis(d));
-  stage.parallel(fused);
 }
 
 // `out` and then `row_outputs`, one value per row (layer_norm's Mean / InvStdDev): those
@@ -169,23 +97,6 @@ std::function<te::Schedule(const KnobValues&)> norm_schedule(
     schedule_injective(s, out, knob_value(specs, knobs, "vector_width"), parallel);
     return s;
   };
-}
-
-// The loop `inner` (over `inner_extent` iterations) fused with the loops `outer` (outermost
-// first, directly around it, over `extents`) from the inside out, as long as the loops
-// already fused have a constant extent: a fused index decomposes by those extents, and bound
-// inference proves a quotient by a constant in range but not one by a symbolic extent (a
-// stage computed at the fused loop would then be sized for the whole outer dim). The loops
-// left outside stay serial. Returns the fused loop.
-te::IterVarRef fuse_while_constant(te::Stage& stage, const std::vector<te::IterVarRef>& outer,
-                                   const std::vector<arith::Expr>& extents, te::IterVarRef inner,
-                                   arith::Expr inner_extent) {
-  for (size_t k = outer.size(); k-- > 0;) {
-    if (!arith::simplify(inner_extent).is_int_imm()) break;
-    inner = stage.fuse(outer[k], inner);
-    inner_extent = inner_extent * extents[k];
-  }
-  return inner;
 }
 
 // Rows of the output per block of the row-local schedule: each stage's buffer holds a block

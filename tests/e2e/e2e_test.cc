@@ -625,8 +625,9 @@ TEST_F(Vmc, DumpIrAndTimePasses) {
   // Every step, from the import to kernel generation, reports itself.
   for (const char* step :
        {"import", "static", "version_entry", "expand_recurrent", "infer_types", "simplify",
-        "fold_constants", "fold_batch_norm", "pack_weights", "dce", "fuse_ops", "place_devices",
-        "emit_bytecode", "plan_memory", "insert_frees", "allocate_registers", "generate_kernels"}) {
+        "fold_constants", "fold_batch_norm", "pack_weights", "dce", "fuse_attention", "fuse_ops",
+        "place_devices", "emit_bytecode", "plan_memory", "insert_frees", "allocate_registers",
+        "generate_kernels"}) {
     EXPECT_NE(r.err.find(std::string("[time] ") + step + ": "), std::string::npos) << step;
   }
   // A step that had nothing to do says so (no --dim N=V1,V2: nothing to version).
@@ -642,7 +643,7 @@ TEST_F(Vmc, DumpsEveryStepAndVerifiesEachOnRequest) {
   ASSERT_EQ(r.status, 0) << r.err;
   for (const char* step :
        {"import", "static", "version_entry", "expand_recurrent", "infer_types", "simplify",
-        "fold_constants", "fold_batch_norm", "pack_weights", "dce", "fuse_ops"}) {
+        "fold_constants", "fold_batch_norm", "pack_weights", "dce", "fuse_attention", "fuse_ops"}) {
     EXPECT_NE(r.err.find(std::string("// IR after ") + step + "\n"), std::string::npos) << step;
   }
   EXPECT_NE(r.err.find("// placement after place_devices\nkernel device cpu\n"), std::string::npos);
