@@ -235,8 +235,14 @@ Value* emit_sigmoid(MathBuilder& m, Value* x) {
   return m.div(m.c(1), m.add(m.c(1), m.call(MathFn::kExp, m.neg(x))));
 }
 
-// ---- erf. f32: Maclaurin series below 0.8 (11 terms), Abramowitz & Stegun 7.1.26 above
-// (absolute error 1.5e-7, i.e. <= 1.8e-7 relative there). f64: erf(x) = 2/sqrt(pi) x
+// ---- erf. f32, without a division: x P(x^2) below 0.921875 (P of degree 5), and
+// 1 - exp(Q(|x|)) above, Q of degree 6 fitted to log(erfc) on [0.921875, 3.925] (past it
+// erf rounds to 1), with an exp that needs no range checks there; both fits weighted least
+// squares (Lawson's iteration towards minimax, scripts/fit_erf.py), 1.6e-8 and 1.5e-9
+// relative to erf before rounding. About 35 vector operations where the Abramowitz &
+// Stegun form this replaced took 55 and a division: 0.69 -> 0.47 ns an element over data
+// in the cache, a GELU in a pointwise conv's epilogue 162 -> 124 us over [64, 56, 56].
+// f64: erf(x) = 2/sqrt(pi) x
 // e^{-x^2} sum (2x^2)^n / (2n+1)!! below 3 (positive terms: no cancellation), and
 // 1 - erfc(x) with erfc from its continued fraction (14 levels) above.
 Value* emit_erf(MathBuilder& m, Value* x) {
@@ -244,16 +250,26 @@ Value* emit_erf(MathBuilder& m, Value* x) {
   Value* a = m.abs(x);
   Value* a2 = m.mul(a, a);
   if (!m.f64()) {
-    std::vector<double> coeffs;
-    for (int n = 10; n >= 0; --n) {
-      coeffs.push_back(two_over_sqrt_pi * ((n % 2) ? -1.0 : 1.0) / (factorial(n) * (2 * n + 1)));
-    }
-    Value* small = m.mul(x, m.horner(m.mul(x, x), coeffs));
-    Value* t = m.div(m.c(1), m.fma(m.c(0.3275911), a, m.c(1)));
-    Value* p =
-        m.mul(t, m.horner(t, {1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592}));
-    Value* large = m.sub(m.c(1), m.mul(p, m.call(MathFn::kExp, m.neg(a2))));
-    return m.sel(m.lt(a, m.c(0.8)), small, m.copysign(large, x));
+    Value* small =
+        m.mul(x, m.horner(a2, {-0.0005990822271278173, 0.004993175186438853, -0.02676661360402771,
+                               0.11281816118182045, -0.37612493684268333, 1.1283791495559004}));
+    const double top = 3.925;
+    Value* ac = m.sel(m.lt(a, m.c(top)), a, m.c(top));  // NaN -> top; fixed at the end
+    Value* q = m.horner(ac, {0.0001957245258932261, -0.003041130720979335, 0.022218602066080617,
+                             -0.10391434007292777, -0.6372019102942402, -1.127663949459654,
+                             -0.00019850171003047445});
+    // exp(q) for q in [-17.5, -1.7]: no overflow, underflow or NaN to handle, so a lean
+    // exp: q = n ln2 + r (Cody-Waite), exp(r) by its Taylor series to degree 6 (1.2e-7
+    // relative, i.e. 2.3e-8 of erf at most), times 2^n as one exponent.
+    Value* n = m.call(MathFn::kRoundEven, m.mul(q, m.c(M_LOG2E)));
+    Value* r = m.fma(n, m.c(-0.693359375), q);
+    r = m.fma(n, m.c(2.12194440e-4), r);
+    std::vector<double> taylor;
+    for (int k = 6; k >= 0; --k) taylor.push_back(1.0 / factorial(k));
+    Value* e = m.mul(m.horner(r, taylor), m.pow2i(m.to_int(n)));
+    Value* large = m.sub(m.c(1), e);
+    Value* y = m.sel(m.lt(a, m.c(0.921875)), small, m.copysign(large, x));
+    return m.sel(m.isnan(x), x, y);
   }
   Value* ea2 = m.call(MathFn::kExp, m.neg(a2));
   std::vector<double> coeffs(50);
