@@ -66,11 +66,10 @@ class FuseAttention : public ExprMutator {
     }
     const size_t rank = scores_type->dims.size();
     if (rank < 2 || v.type()->dims.size() != rank) return {};
+    // Over the last axis; before opset 13 (coerce_to_2d) the dims from `axis` on are
+    // flattened first, which changes nothing when `axis` is the last.
     const auto axis = attr_int((*softmax)->attrs, "axis", -1, "Softmax");
-    if ((axis != -1 && axis != static_cast<int64_t>(rank) - 1) ||
-        attr_int((*softmax)->attrs, "coerce_to_2d", 0, "Softmax") != 0) {
-      return {};
-    }
+    if (axis != -1 && axis != static_cast<int64_t>(rank) - 1) return {};
     // Back from the softmax's input: an optional mask, then scalings, then Q Kt.
     Expr mask;
     double scale = 1.0;

@@ -4,7 +4,7 @@
 //   S = MatMul(Q, Kt)            Q [..., Lq, D], Kt [..., D, Lk]
 //   S = Mul(S, c) | Div(S, c)    any number, c a scalar f32 constant (either operand of Mul)
 //   S = Add(S, mask)             at most one, after the scaling; the mask broadcasts to S
-//   P = Softmax(S) {axis = -1}   the last axis, opset-13 semantics
+//   P = Softmax(S) {axis = -1}   the last axis (before opset 13 too: nothing to flatten)
 //   Y = MatMul(P, V)             V [..., Lk, Dv]
 //
 // Each intermediate must be read by the chain alone, everything f32 with Q, Kt and V of one

@@ -52,6 +52,13 @@ TEST(FuseAttention, ScaledMaskedChainBecomesOneCall) {
   Expr call = r.module.find_function("main")->body->operands[1];
   EXPECT_EQ(call->operands.size(), 4u);
   EXPECT_DOUBLE_EQ(attr_float(call->attrs, "scale", 0, "test"), 0.25);
+
+  // Before opset 13 (the importer's coerce_to_2d), over the last axis: nothing to flatten.
+  std::string legacy = attention_module("  %z = Div(%s, const(f32[], [2]))\n");
+  legacy.replace(legacy.find("axis = -1"), 9, "axis = 3, coerce_to_2d = 1");
+  FuseAttentionStats legacy_stats;
+  fused(legacy, &legacy_stats);
+  EXPECT_EQ(legacy_stats.fused, 1u);
 }
 
 TEST(FuseAttention, ChainsThatAreNotPlainAttentionStay) {
