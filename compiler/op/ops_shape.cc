@@ -473,30 +473,6 @@ Facts expand_op(OpContext& ctx) {
   return {tensor_facts(ctx.dtype(0), broadcast_dims(ctx, ctx.dims(0), target))};
 }
 
-// Range's length for integer bounds known as dims: ceil((limit - start) / delta), at
-// least 0 (Any when a bound is not known).
-Dim range_length(OpContext& ctx) {
-  for (size_t i = 0; i < 3; ++i) {
-    if (ctx.rank(i) != 0) ctx.fail("start, limit and delta must be scalars");
-  }
-  auto scalar = [&](size_t i) -> Dim {
-    std::optional<std::vector<Dim>> v = ctx.values(i);
-    return v && v->size() == 1 ? (*v)[0] : Dim::any();
-  };
-  Dim start = scalar(0), limit = scalar(1), delta = scalar(2);
-  Dim n = Dim::any();
-  if (delta.is_const() && delta.value() != 0) {
-    int64_t d = delta.value();
-    Dim span = d > 0 ? ctx.sub(limit, start) : ctx.sub(start, limit);
-    n = max_dim(ctx, ctx.floordiv(ctx.add(span, Dim(std::abs(d) - 1)), Dim(std::abs(d))), Dim(0));
-  } else if (!start.is_any() && !limit.is_any() && !delta.is_any()) {
-    // ceil((limit - start) / delta) for either sign of delta, as -floor((start - limit) / delta).
-    ctx.require(arith::ne(delta.expr(), 0), "delta is 0");
-    n = max_dim(ctx, ctx.sub(Dim(0), ctx.floordiv(ctx.sub(start, limit), delta)), Dim(0));
-  }
-  return n;
-}
-
 // The element of a one-element constant as a double.
 std::optional<double> const_scalar(const ValueFacts& f) {
   if (!f.constant.defined() || f.constant.numel() != 1) return std::nullopt;
@@ -510,12 +486,56 @@ std::optional<double> const_scalar(const ValueFacts& f) {
   }
 }
 
-// dynvm.RangeCount(start, limit, delta): Range's length as an i64 scalar. The importer
-// binds one next to every Range (its fourth input), so that a length only a kernel can
-// compute (floating-point bounds known at run time) is a value type inference reads as a
-// run-time symbol; where the length is known otherwise, nothing reads it and dce drops it.
+// ceil((limit - start) / delta), at least 0, for bounds known as dims (Any when one is not).
+Dim range_length(OpContext& ctx, const Dim& start, const Dim& limit, const Dim& delta) {
+  Dim n = Dim::any();
+  if (delta.is_const() && delta.value() != 0) {
+    int64_t d = delta.value();
+    Dim span = d > 0 ? ctx.sub(limit, start) : ctx.sub(start, limit);
+    n = max_dim(ctx, ctx.floordiv(ctx.add(span, Dim(std::abs(d) - 1)), Dim(std::abs(d))), Dim(0));
+  } else if (!start.is_any() && !limit.is_any() && !delta.is_any()) {
+    // ceil((limit - start) / delta) for either sign of delta, as -floor((start - limit) / delta).
+    ctx.require(arith::ne(delta.expr(), 0), "delta is 0");
+    n = max_dim(ctx, ctx.sub(Dim(0), ctx.floordiv(ctx.sub(start, limit), delta)), Dim(0));
+  }
+  return n;
+}
+
+// Range's length for integer bounds known as values.
+Dim range_length(OpContext& ctx) {
+  for (size_t i = 0; i < 3; ++i) {
+    if (ctx.rank(i) != 0) ctx.fail("start, limit and delta must be scalars");
+  }
+  auto scalar = [&](size_t i) -> Dim {
+    std::optional<std::vector<Dim>> v = ctx.values(i);
+    return v && v->size() == 1 ? (*v)[0] : Dim::any();
+  };
+  return range_length(ctx, scalar(0), scalar(1), scalar(2));
+}
+
+// The integral value of a float constant, as a dim (Any otherwise).
+Dim integral_constant(const ValueFacts& f) {
+  std::optional<double> c = const_scalar(f);
+  if (!c || std::abs(*c) >= 0x1p52 || *c != std::floor(*c)) return Dim::any();
+  return Dim(static_cast<int64_t>(*c));
+}
+
+// dynvm.RangeCount(start, limit, delta[, uncast limit]): Range's length as an i64 scalar.
+// The importer binds one next to every Range (its fourth input), so that a length only a
+// kernel can compute (floating-point bounds known at run time) is a value type inference
+// reads as a run-time symbol; where the length is known otherwise, nothing reads it and dce
+// drops it. The fourth operand, where the importer found the limit to be a Cast, is the
+// value cast: an integer whose value is known, with start and delta integral constants,
+// counts exactly (an f32 limit is exact up to 2^24, a length no real sequence reaches).
 Facts range_count_op(OpContext& ctx) {
   Dim n = range_length(ctx);
+  if (n.is_any() && ctx.has_input(3) && vm::is_integer(ctx.dtype(3)) && ctx.rank(3) == 0) {
+    std::optional<std::vector<Dim>> limit = ctx.values(3);
+    if (limit && limit->size() == 1) {
+      n = range_length(ctx, integral_constant(ctx.input(0)), (*limit)[0],
+                       integral_constant(ctx.input(2)));
+    }
+  }
   if (n.is_any()) {
     auto s = const_scalar(ctx.input(0)), l = const_scalar(ctx.input(1)),
          d = const_scalar(ctx.input(2));
@@ -736,7 +756,7 @@ void register_shape_ops() {
   register_op({"ConstantOfShape", ShapeRule::kFromInputValues, 1, 1, constant_of_shape_op});
   register_op({"Expand", ShapeRule::kFromInputValues, 2, 2, expand_op});
   register_op({"Range", ShapeRule::kFromInputValues, 3, 4, range_op});
-  register_op({"dynvm.RangeCount", ShapeRule::kFromInputValues, 3, 3, range_count_op});
+  register_op({"dynvm.RangeCount", ShapeRule::kFromInputValues, 3, 4, range_count_op});
   register_op({"Transpose", ShapeRule::kFromInputDims, 1, 1, transpose_op});
   register_op({"Flatten", ShapeRule::kFromInputDims, 1, 1, flatten_op});
   register_op({"Tile", ShapeRule::kFromInputValues, 2, 2, tile_op});

@@ -229,6 +229,21 @@ class GraphImporter {
     return result;
   }
 
+  // The operand of the Cast bound to `v` in `b`, if a Cast is what `v` is.
+  static std::optional<Expr> cast_operand(const Block& b, const Expr& v) {
+    if (v.kind() != compiler::ExprKind::kVar) return std::nullopt;
+    for (auto it = b.bindings.rbegin(); it != b.bindings.rend(); ++it) {
+      if (it->first->var_id != v->var_id) continue;
+      const Expr& value = it->second;
+      if (value.kind() == compiler::ExprKind::kCall && value->name == "Cast" &&
+          value->operands.size() == 1) {
+        return value->operands[0];
+      }
+      return std::nullopt;
+    }
+    return std::nullopt;
+  }
+
   void bind(Block& b, const std::string& name, const Expr& value) {
     Expr v = compiler::make_var(name);
     b.bindings.emplace_back(v, value);
@@ -326,9 +341,15 @@ class GraphImporter {
       }
       if (form.op == "Range") {
         // Its length as a value of its own (compiler/op: dynvm.RangeCount), for bounds only
-        // the run time knows.
+        // the run time knows. A limit cast to float from another value (torch's
+        // arange(T, dtype=float) for sinusoidal positions: Range(0.0, Cast(T), 1.0)) goes
+        // along uncast, so that type inference can count an integer T as it is.
+        std::vector<Expr> count_inputs = form.inputs;
+        if (std::optional<Expr> uncast = cast_operand(b, form.inputs[1])) {
+          count_inputs.push_back(*uncast);
+        }
         Expr count = compiler::make_var(n.output(0) + "/length");
-        b.bindings.emplace_back(count, compiler::make_call("dynvm.RangeCount", form.inputs));
+        b.bindings.emplace_back(count, compiler::make_call("dynvm.RangeCount", count_inputs));
         form.inputs.push_back(count);
       }
       if (form.op == "OneHot" && form.inputs.size() == 3) {

@@ -110,6 +110,33 @@ TEST(RuntimeSymbols, FloatRangeLengthComesFromAKernel) {
   EXPECT_EQ(m.run(none).at(0).as_tensor().numel(), 0);
 }
 
+// torch's arange(T, dtype=float) as the importer binds it: the limit is a Cast of T, which
+// RangeCount also gets uncast; with start and delta integral constants the length is T
+// itself, not a run-time symbol that no other dim is known to equal.
+TEST(RuntimeSymbols, FloatRangeToACastDimHasThatDimAsItsLength) {
+  const std::string text = R"(dim t: 0..64
+fn @main(%x: f32[t, 4]) {
+  %s = Shape(%x)
+  %t = Gather(%s, const(i64[], [0])) {axis = 0}
+  %l = Cast(%t) {to = 1}
+  %n = dynvm.RangeCount(const(f32[], [0]), %l, const(f32[], [1]), %t)
+  %r = Range(const(f32[], [0]), %l, const(f32[], [1]), %n)
+  return %r
+})";
+  TypedModule typed = infer_types_with_facts(parse_module(text));
+  const Type& result = typed.module.find_function("main")->body.type();
+  ASSERT_TRUE(result.defined() && result.is_tensor());
+  ASSERT_EQ(result->dims.size(), 1u);
+  EXPECT_EQ(to_string(result->dims[0]), "t");
+  vm::VirtualMachine m(vm::Program::load(compile(parse_module(text), CompileOptions{})));
+  for (int64_t t : {0, 1, 5}) {
+    std::vector<vm::Value> in{vm::Tensor::empty({t, 4}, vm::DType::kFloat32)};
+    vm::Tensor r = m.run(in).at(0).as_tensor();
+    ASSERT_EQ(r.shape(), (vm::Shape{t}));
+    for (int64_t i = 0; i < t; ++i) EXPECT_EQ(r.data_as<float>()[i], static_cast<float>(i));
+  }
+}
+
 TEST(RuntimeSymbols, ConstantOfShapeReadAtRunTime) {
   vm::VirtualMachine m = machine_for(R"(fn @main(%s: i64[2]) {
   %z = ConstantOfShape(%s)

@@ -90,6 +90,16 @@ fn @main(%init: f32[4], %x: f32[len, 4]) -> (f32[4], f32[len, 4]) {
 }
 
 // Opset 9 attributes become the inputs of the newest forms.
+// A Range whose limit is a Cast gets the uncast value as RangeCount's fourth operand, so
+// that type inference counts arange(T, dtype=float) as T (compiler/op: dynvm.RangeCount).
+TEST(OnnxImport, FloatRangeCountsTheValueItsLimitWasCastFrom) {
+  const std::string text = imported("float_range.onnx");
+  EXPECT_NE(text.find("%l = Cast(%t) {to=1}\n  %y_length = dynvm.RangeCount(%zero, %l, %one, %t)\n"
+                      "  %y = Range(%zero, %l, %one, %y_length)\n"),
+            std::string::npos)
+      << text;
+}
+
 TEST(OnnxImport, LegacyOpsetFormsAreNormalized) {
   ImportOptions options;
   options.dims["batch"] = {1, 64};
