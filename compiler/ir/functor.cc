@@ -110,4 +110,12 @@ std::unordered_map<uint64_t, size_t> count_var_uses(const Module& m) {
   return std::move(count.uses);
 }
 
+const Expr* ChainMutator::single_use_call(const Expr& e) const {
+  if (e.kind() != ExprKind::kVar) return nullptr;
+  auto uses = uses_.find(e->var_id);
+  if (uses == uses_.end() || uses->second != 1) return nullptr;
+  auto def = defined_.find(e->var_id);
+  return def == defined_.end() ? nullptr : &def->second;
+}
+
 }  // namespace dynvm::compiler

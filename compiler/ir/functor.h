@@ -192,4 +192,22 @@ class ExprMutator : public ExprFunctor<Expr(const Expr&)> {
 // chain of calls (fold_batch_norm, fuse_attention) only fold a value read by the chain alone.
 std::unordered_map<uint64_t, size_t> count_var_uses(const Module& m);
 
+// An ExprMutator for passes that fold chains of calls into one (fold_batch_norm,
+// fuse_attention): it knows how often each variable is read in the module as it was
+// (count_var_uses) and, through record_call, the call each let variable is bound to as
+// rewritten so far.
+class ChainMutator : public ExprMutator {
+ protected:
+  explicit ChainMutator(const Module& m) : uses_(count_var_uses(m)) {}
+  // `value` (a call) is what `var` is bound to from here on.
+  void record_call(const Expr& var, const Expr& value) { defined_[var->var_id] = value; }
+  // The call bound to `e` when e is a let variable read exactly once (by the chain being
+  // folded), else null.
+  const Expr* single_use_call(const Expr& e) const;
+
+ private:
+  std::unordered_map<uint64_t, size_t> uses_;
+  std::unordered_map<uint64_t, Expr> defined_;
+};
+
 }  // namespace dynvm::compiler

@@ -12,21 +12,21 @@ namespace {
 
 bool is_f32(const vm::Tensor& t) { return t.defined() && t.dtype() == vm::DType::kFloat32; }
 
-class FoldBatchNorm : public ExprMutator {
+class FoldBatchNorm : public ChainMutator {
  public:
   FoldBatchNorm(const TypedModule& typed, FoldBatchNormStats& stats)
-      : facts_(typed.facts), stats_(stats), uses_(count_var_uses(typed.module)) {}
+      : ChainMutator(typed.module), facts_(typed.facts), stats_(stats) {}
 
  protected:
   void rewrite_binding_into(const Expr& var, const Expr& original,
                             std::vector<Binding>& out) override {
     Expr value = mutate(original);
     if (value.kind() == ExprKind::kCall) {
-      defined_[var->var_id] = value;
+      record_call(var, value);
       if (value->name == "BatchNormalization" && is_inference(value)) {
         if (Expr folded = fold(value); folded.defined()) {
           ++stats_.folded;
-          defined_[var->var_id] = folded;
+          record_call(var, folded);
           out.push_back({var, folded});
           return;
         }
@@ -42,11 +42,9 @@ class FoldBatchNorm : public ExprMutator {
  private:
   // The Conv with the normalization folded into its weights, or an undefined Expr.
   Expr fold(const Expr& bn) const {
-    const Expr& input = bn->operands[0];
-    if (input.kind() != ExprKind::kVar || uses_.at(input->var_id) != 1) return {};
-    auto def = defined_.find(input->var_id);
-    if (def == defined_.end() || def->second->name != "Conv") return {};
-    const Expr& conv = def->second;
+    const Expr* def = single_use_call(bn->operands[0]);
+    if (def == nullptr || (*def)->name != "Conv") return {};
+    const Expr& conv = *def;
     if (conv->operands.size() < 2 || conv->operands.size() > 3) return {};
     const vm::Tensor w = constant_operand(facts_, conv->operands[1]);
     const vm::Tensor bias =
@@ -131,8 +129,6 @@ class FoldBatchNorm : public ExprMutator {
 
   const std::unordered_map<uint64_t, ValueFacts>& facts_;
   FoldBatchNormStats& stats_;
-  std::unordered_map<uint64_t, size_t> uses_;
-  std::unordered_map<uint64_t, Expr> defined_;  // let variable -> its (rewritten) call
 };
 
 }  // namespace

@@ -14,19 +14,16 @@ bool is_f32_tensor(const Type& t) {
   return t.defined() && t.is_tensor() && t->dtype == vm::DType::kFloat32;
 }
 
-class FuseAttention : public ExprMutator {
+class FuseAttention : public ChainMutator {
  public:
   FuseAttention(const TypedModule& typed, FuseAttentionStats& stats)
-      : facts_(typed.facts),
-        checks_(typed.checks),
-        stats_(stats),
-        uses_(count_var_uses(typed.module)) {}
+      : ChainMutator(typed.module), facts_(typed.facts), checks_(typed.checks), stats_(stats) {}
 
  protected:
   Binding rewrite_binding(const Expr& var, const Expr& original) override {
     Expr value = mutate(original);
     if (value.kind() == ExprKind::kCall) {
-      defined_[var->var_id] = value;
+      record_call(var, value);
       if (value->name == "MatMul") {
         if (Expr fused = fuse(value); fused.defined()) {
           ++stats_.fused;
@@ -41,11 +38,8 @@ class FuseAttention : public ExprMutator {
   // The call defining `e` when e is a variable read only once (by the chain) and with no
   // run-time check of its own (which would go with its binding), else none.
   const Expr* only_reader_def(const Expr& e) const {
-    if (e.kind() != ExprKind::kVar || checks_.count(e->var_id) != 0) return nullptr;
-    auto uses = uses_.find(e->var_id);
-    if (uses == uses_.end() || uses->second != 1) return nullptr;
-    auto def = defined_.find(e->var_id);
-    return def == defined_.end() ? nullptr : &def->second;
+    if (e.kind() == ExprKind::kVar && checks_.count(e->var_id) != 0) return nullptr;
+    return single_use_call(e);
   }
 
   // The value of a scalar f32 constant operand, or nothing.
@@ -121,8 +115,6 @@ class FuseAttention : public ExprMutator {
   const std::unordered_map<uint64_t, ValueFacts>& facts_;
   const std::unordered_map<uint64_t, std::vector<RunCheck>>& checks_;
   FuseAttentionStats& stats_;
-  std::unordered_map<uint64_t, size_t> uses_;
-  std::unordered_map<uint64_t, Expr> defined_;  // let variable -> its (rewritten) call
 };
 
 }  // namespace

@@ -31,6 +31,17 @@ struct Stages {
   std::vector<TensorRef> combined;  // the row max and the row sum
 };
 
+// A product stage computed at a [tile_m, 16] tile: its reduction outermost, the rows
+// unrolled and the columns one vector, so the tile's accumulators stay in registers.
+void register_tile(te::Stage& stage) {
+  const size_t rank = stage.num_axes();
+  std::vector<te::IterVarRef> order{stage.reduce_axis(0)};
+  for (size_t d = 0; d < rank; ++d) order.push_back(stage.axis(d));
+  stage.reorder(order);
+  stage.unroll(stage.axis(rank - 2));
+  stage.vectorize(stage.axis(rank - 1));
+}
+
 te::Schedule attention_schedule(const Stages& st, const std::vector<KnobSpec>& specs,
                                 const KnobValues& knobs) {
   const int64_t tile_m = knob_value(specs, knobs, "tile_m");
@@ -77,13 +88,7 @@ te::Schedule attention_schedule(const Stages& st, const std::vector<KnobSpec>& s
   // columns one vector.
   te::Stage& p = s[st.product];
   p.compute_at(y, column_tile);
-  {
-    std::vector<te::IterVarRef> order{p.reduce_axis(0)};
-    for (size_t d = 0; d < rank; ++d) order.push_back(p.axis(d));
-    p.reorder(order);
-    p.unroll(p.axis(rank - 2));
-    p.vectorize(p.axis(rank - 1));
-  }
+  register_tile(p);
 
   // The block's logits, exps and lane reductions at the block loop.
   te::Stage& z = s[st.logits];
@@ -94,13 +99,7 @@ te::Schedule attention_schedule(const Stages& st, const std::vector<KnobSpec>& s
   z.unroll(z.axis(rank - 2));
   te::Stage& q = s[st.scores];
   q.compute_at(z, key_tile);
-  {
-    std::vector<te::IterVarRef> order{q.reduce_axis(0)};
-    for (size_t d = 0; d < rank; ++d) order.push_back(q.axis(d));
-    q.reorder(order);
-    q.unroll(q.axis(rank - 2));
-    q.vectorize(q.axis(rank - 1));
-  }
+  register_tile(q);
   te::Stage& e = s[st.exps];
   e.compute_at(y, rows);
   e.vectorize(e.split(e.axis(rank - 1), kColumns).second);
