@@ -17,7 +17,8 @@ namespace dynvm::codegen {
 CodeGenX86::CodeGenX86(llvm::LLVMContext& context, llvm::TargetMachine& tm, Target target)
     : CodeGenLLVM(context, tm, std::move(target)),
       sse41_(this->target().has_feature("sse4.1")),
-      f16c_(this->target().has_feature("f16c")) {}
+      f16c_(this->target().has_feature("f16c")),
+      avx512f_(this->target().has_feature("avx512f")) {}
 
 void CodeGenX86::add_function_attributes(llvm::Function* f) const {
   CodeGenLLVM::add_function_attributes(f);

@@ -14,11 +14,13 @@ class CodeGenX86 final : public CodeGenLLVM {
 
   bool has_native_rounding() const override { return sse41_; }
   bool has_native_f16_conversion() const override { return f16c_; }
+  bool has_avx512_scalef() const override { return avx512f_; }
   void add_function_attributes(llvm::Function* f) const override;
 
  private:
   bool sse41_;
   bool f16c_;
+  bool avx512f_;
 };
 
 }  // namespace dynvm::codegen

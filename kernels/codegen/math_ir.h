@@ -29,6 +29,9 @@ class MathTargetHooks {
   virtual ~MathTargetHooks() = default;
   // floor/ceil/trunc/roundeven are instructions (else they are built from adds and selects).
   virtual bool has_native_rounding() const = 0;
+  // AVX-512's vscalefps / vscalefpd: x * 2^n in one instruction for 16 f32 or 8 f64 lanes,
+  // overflow, underflow and subnormal results included (else two shifted exponents).
+  virtual bool has_avx512_scalef() const { return false; }
   // CPU, features and vector width, so that the functions can be inlined into kernels.
   virtual void add_function_attributes(llvm::Function* f) const = 0;
 };
@@ -64,6 +67,7 @@ class MathLibrary {
   llvm::Value* call(llvm::IRBuilder<>& b, MathFn2 fn, llvm::Value* x, llvm::Value* y);
 
   bool native_rounding() const { return hooks_.has_native_rounding(); }
+  bool avx512_scalef() const { return hooks_.has_avx512_scalef(); }
 
  private:
   llvm::Function* function(int fn, bool binary, llvm::Type* type);
