@@ -109,7 +109,9 @@ class FoldBatchNorm : public ChainMutator {
     const std::vector<vm::Tensor> stats = statistics(bn);
     if (stats.empty()) return false;
     const int64_t channels = stats[0].numel();
-    if (x->dims[1].is_const() && x->dims[1].value() != channels) return false;
+    // A static channel dim: a symbolic one that is 1 at run time would broadcast the
+    // constants where the normalization fails.
+    if (!x->dims[1].is_const() || x->dims[1].value() != channels) return false;
     vm::Shape shape{channels};
     shape.resize(x->dims.size() - 1, 1);
     vm::Tensor a = vm::Tensor::empty(shape, vm::DType::kFloat32);
