@@ -149,18 +149,44 @@ int64_t lane_count(const TensorType& x, const ReduceGeometry& g) {
   return v;
 }
 
+// Vector lanes for the column template (schedule_column_reduction) when x's innermost dim
+// is kept and takes a vector's worth (symbolic, or at least 4 elements), else 0.
+int64_t column_lanes(const TensorType& x, const ReduceGeometry& g) {
+  if (x.shape.empty() || g.reduced.back()) return 0;
+  const arith::Expr& d = x.shape.back();
+  if (d.is_int_imm() && d.int_value() < 4) return 0;
+  switch (x.dtype) {
+    case vm::DType::kFloat32:
+    case vm::DType::kInt32:
+      return 16;
+    case vm::DType::kFloat64:
+    case vm::DType::kInt64:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
 // Schedules `reductions` (intermediate or output reduction stages) with the reduction
-// template, `laned` ones with their lanes accumulated in vectors at each output, `inlined`
-// stages inline, and `out` injective when it is not a reduction.
+// template (the column template with `columns` lanes when that is not 0), `laned` ones with
+// their lanes accumulated in vectors at each output, `inlined` stages inline, and `out`
+// injective when it is not a reduction.
 std::function<te::Schedule(const KnobValues&)> reduce_schedule(
     std::vector<KnobSpec> specs, te::TensorRef out, std::vector<te::TensorRef> reductions,
-    std::vector<te::TensorRef> inlined, bool out_is_reduction, std::vector<Laned> laned = {}) {
+    std::vector<te::TensorRef> inlined, bool out_is_reduction, std::vector<Laned> laned = {},
+    int64_t columns = 0) {
   return [=](const KnobValues& knobs) {
     te::Schedule s = te::create_schedule({out});
     bool parallel = knob_value(specs, knobs, "parallel") != 0;
     for (const te::TensorRef& t : inlined) s[t].compute_inline();
     int64_t unroll = knob_value(specs, knobs, "unroll");
-    for (const te::TensorRef& t : reductions) schedule_reduction(s, t, parallel, unroll);
+    for (const te::TensorRef& t : reductions) {
+      if (columns > 0) {
+        schedule_column_reduction(s, t, parallel, unroll, columns);
+      } else {
+        schedule_reduction(s, t, parallel, unroll);
+      }
+    }
     for (const Laned& l : laned) {
       te::Stage& so = s[l.out];
       te::Stage& sl = s[l.lanes];
@@ -455,7 +481,8 @@ OpInstance reduce(ReduceKind kind, const TensorType& x, std::vector<int64_t> axe
   if (!laned.empty()) reductions.clear();  // every reduction stage is laned
   op.outputs = {out};
   op.knobs = out_is_reduction ? reduction_knobs(g.out_shape) : combined_knobs(g.out_shape);
-  op.schedule = reduce_schedule(op.knobs, out, reductions, inlined, out_is_reduction, laned);
+  op.schedule = reduce_schedule(op.knobs, out, reductions, inlined, out_is_reduction, laned,
+                                column_lanes(x, g));
   return op;
 }
 

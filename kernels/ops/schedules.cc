@@ -84,6 +84,35 @@ void schedule_reduction(te::Schedule& s, const te::TensorRef& tensor, bool paral
   stage.parallel(fused);
 }
 
+void schedule_column_reduction(te::Schedule& s, const te::TensorRef& tensor, bool parallel,
+                               int64_t unroll, int64_t lanes) {
+  te::Stage& stage = s[tensor];
+  const size_t rank = stage.num_axes();
+  if (rank == 0 || stage.num_reduce_axes() == 0 || lanes < 2) {
+    schedule_reduction(s, tensor, parallel, unroll);
+    return;
+  }
+  if (unroll < 1) user_error("unroll must be positive, got ", unroll);
+  std::vector<te::IterVarRef> order;
+  for (size_t i = 0; i + 1 < rank; ++i) order.push_back(stage.axis(i));
+  auto [outer, inner] = stage.split(stage.axis(rank - 1), lanes);
+  order.push_back(outer);
+  te::IterVarRef fused = order.front();
+  for (size_t r = 0; r < stage.num_reduce_axes(); ++r) order.push_back(stage.reduce_axis(r));
+  if (unroll > 1) {
+    auto [ro, ri] = stage.split(order.back(), unroll);
+    order.back() = ro;
+    order.push_back(ri);
+    stage.unroll(ri);
+  }
+  order.push_back(inner);
+  stage.reorder(order);
+  stage.vectorize(inner);
+  if (!parallel) return;
+  for (size_t i = 1; i < rank; ++i) fused = stage.fuse(fused, order[i]);
+  stage.parallel(fused);
+}
+
 std::function<te::Schedule(const KnobValues&)> injective_schedule(std::vector<KnobSpec> specs,
                                                                   te::TensorRef out) {
   return [specs = std::move(specs), out = std::move(out)](const KnobValues& knobs) {

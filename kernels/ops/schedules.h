@@ -29,6 +29,13 @@ void schedule_injective(te::Schedule& s, const te::TensorRef& tensor, int64_t ve
 // Applies the reduction template to `tensor`'s stage.
 void schedule_reduction(te::Schedule& s, const te::TensorRef& tensor, bool parallel,
                         int64_t unroll = 1);
+// The reduction template for a stage whose innermost axis is contiguous in what it reads
+// (a mean over the T of [B, T, E] or the L of [L, n, E]): that axis in vectors of `lanes`
+// with the reduce loops between its outer and inner parts, so that every step adds one
+// contiguous vector into a vector of outputs (where the scalar template walks one strided
+// chain per output); `unroll` splits the innermost reduce loop.
+void schedule_column_reduction(te::Schedule& s, const te::TensorRef& tensor, bool parallel,
+                               int64_t unroll, int64_t lanes);
 
 // The value of `name` in `values`, else its default among `specs`.
 int64_t knob_value(const std::vector<KnobSpec>& specs, const KnobValues& values,

@@ -179,6 +179,13 @@ class ReductionVariants : public ::testing::Test {
     ops.push_back({"sum_i32", reduce(ReduceKind::kSum, {kI32, {m, n}}, {1}, false)});
     ops.push_back({"max_static_rows", reduce(ReduceKind::kMax, {kF32, dims({3, 37})}, {1}, false)});
     ops.push_back({"min_all", reduce(ReduceKind::kMin, {kF32, {m, n}}, {}, false)});
+    // The column template (innermost dim kept): unrolled, parallel, and over int32.
+    ops.push_back({"mean_columns_unroll4",
+                   reduce(ReduceKind::kMean, {kF32, {m, n, k}}, {1}, false),
+                   {{"unroll", 4}, {"parallel", 1}}});
+    ops.push_back({"max_columns_serial", reduce(ReduceKind::kMax, {kF32, {m, n, k}}, {0}, true),
+                   {{"parallel", 0}}});
+    ops.push_back({"sum_i32_columns", reduce(ReduceKind::kSum, {kI32, {m, n}}, {0}, false)});
     lib_ = new OpLibrary(OpLibrary::build(ops));
   }
   static void TearDownTestSuite() { delete lib_; }
@@ -293,6 +300,25 @@ TEST_F(ReductionVariants, IntegerSumIsExact) {
   std::vector<double> want(5, 0);
   for (int64_t i = 0; i < 5000; ++i) want[static_cast<size_t>(i / 1000)] += at(x, i);
   expect_close(run_op(*lib_, "sum_i32", {x}, {5}, kI32), want, 0, 0, "sum_i32");
+}
+
+// Reductions that keep the innermost dim run it in vectors with the reduce loops outside
+// (schedule_column_reduction): tails of 1 to 15 columns, reduce loops shorter and longer
+// than the unroll factor, and integers summed exactly.
+TEST_F(ReductionVariants, ColumnsKeepTheirValues) {
+  std::mt19937 rng(17);
+  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 1, 1}, {2, 3, 17}, {3, 13, 33}, {1, 200, 48}}) {
+    vm::Tensor x = random_tensor(s, kF32, rng, -1, 1);
+    expect_close(run_op(*lib_, "mean_columns_unroll4", {x}, {s[0], s[2]}, kF32),
+                 reference(ReduceKind::kMean, x, s, {1}), 1e-6, 1e-6, "mean " + shape_name(s));
+    vm::Tensor n = random_tensor(s, kF32, rng, -3, -1);  // a max below the 0 of a bad init
+    expect_close(run_op(*lib_, "max_columns_serial", {n}, {1, s[1], s[2]}, kF32),
+                 reference(ReduceKind::kMax, n, s, {0}), 0, 0, "max " + shape_name(s));
+  }
+  vm::Tensor x = random_tensor({37, 21}, kI32, rng, -1000, 1000);
+  std::vector<double> want(21, 0);
+  for (int64_t i = 0; i < 37 * 21; ++i) want[static_cast<size_t>(i % 21)] += at(x, i);
+  expect_close(run_op(*lib_, "sum_i32_columns", {x}, {21}, kI32), want, 0, 0, "sum_i32 columns");
 }
 
 TEST(ReduceBuilders, RejectBadAxesAndTypes) {
