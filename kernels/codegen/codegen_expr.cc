@@ -252,13 +252,20 @@ Value* CodeGenLLVM::emit_binary(const tir::Expr& e) {
         return math_->call(b, MathFn2::kFloorMod, x, y);
       case BinaryOp::kPow:
         return math_->call(b, MathFn2::kPow, x, y);
-      // NaN-propagating, as numpy.minimum / ONNX Min.
+      // NaN-propagating, as numpy.minimum / ONNX Min. With the target's instruction,
+      // y op x gives x when either is NaN and a select gives y when y is: a reduction's
+      // chain (its accumulator is x, the first operand) waits for the instruction and the
+      // select, not for a compare.
       case BinaryOp::kMin:
-        return b.CreateSelect(b.CreateFCmpUNO(x, x), x,
-                              b.CreateSelect(b.CreateFCmpOLT(x, y), x, y));
-      case BinaryOp::kMax:
-        return b.CreateSelect(b.CreateFCmpUNO(x, x), x,
-                              b.CreateSelect(b.CreateFCmpOGT(x, y), x, y));
+      case BinaryOp::kMax: {
+        const bool is_max = e->binary_op == BinaryOp::kMax;
+        if (Value* m = emit_target_minmax(b, is_max, y, x)) {
+          return b.CreateSelect(b.CreateFCmpUNO(y, y), y, m);
+        }
+        return b.CreateSelect(
+            b.CreateFCmpUNO(x, x), x,
+            b.CreateSelect(is_max ? b.CreateFCmpOGT(x, y) : b.CreateFCmpOLT(x, y), x, y));
+      }
     }
   }
   bool is_signed = t.is_signed_int();

@@ -16,8 +16,11 @@ class CodeGenX86 final : public CodeGenLLVM {
   bool has_native_f16_conversion() const override { return f16c_; }
   bool has_avx512_scalef() const override { return avx512f_; }
   void add_function_attributes(llvm::Function* f) const override;
+  llvm::Value* emit_target_minmax(llvm::IRBuilder<>& b, bool is_max, llvm::Value* a,
+                                  llvm::Value* b_value) const override;
 
  private:
+  bool avx_;
   bool sse41_;
   bool f16c_;
   bool avx512f_;
