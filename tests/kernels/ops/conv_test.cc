@@ -214,6 +214,22 @@ std::vector<ConvCase> cases() {
        true,
        {{}, {1, 1, 1, 1}, {}, 1, {}},
        {}},
+      // Unit strides over a symbolic width: the padded flat rows (dilation 2, two groups,
+      // asymmetric pads; non-default channel and position blocks).
+      {"conv2d_flat_rows_dil2_groups2_sym",
+       false,
+       sym2(4),
+       {6, 2, 3, 3},
+       true,
+       {{}, {2, 1, 0, 3}, {2, 2}, 2, {}},
+       {}},
+      {"conv2d_flat_rows_knobs_sym",
+       false,
+       sym2(5),
+       {7, 5, 3, 5},
+       false,
+       {{}, {1, 2, 1, 2}, {}, 1, {}},
+       {{"oc_block", 4}, {"ow_block", 8}, {"parallel", 1}}},
       {"conv2d_static_width_tail",
        false,
        fixed({2, 8, 5, 37}),
@@ -402,6 +418,25 @@ TEST(Convolutions, PointwiseOverASymbolicWidthRunsFlat) {
   }
   for (const vm::Shape& s : std::vector<vm::Shape>{{1, 6, 1, 3}, {3, 6, 5, 25}}) {
     check(lib, "conv2d_1x1_groups_sym", s, rng);
+  }
+}
+
+// Unit-stride convs over a symbolic width run along the padded input's flat rows: the
+// columns past each row's end are computed and dropped, the last row's reach into the extra
+// zero row; widths of 1 to 33 (under, at and over one vector), one row and many.
+TEST(Convolutions, UnitStrideOverASymbolicWidthRunsAlongFlatRows) {
+  for (const ConvCase& c : cases()) {
+    if (c.symbol.rfind("conv2d_flat_rows", 0) == 0 || c.symbol == "conv2d_3x3_pad1_bias_sym") {
+      EXPECT_NE(build(c).name.find("_flat_rows"), std::string::npos) << c.symbol;
+    }
+  }
+  OpLibrary lib = library({"conv2d_flat_rows_dil2_groups2_sym", "conv2d_flat_rows_knobs_sym"});
+  std::mt19937 rng(29);
+  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 4, 4, 1}, {2, 4, 5, 14}, {1, 4, 9, 33}}) {
+    check(lib, "conv2d_flat_rows_dil2_groups2_sym", s, rng);
+  }
+  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 5, 1, 1}, {2, 5, 3, 16}, {1, 5, 11, 21}}) {
+    check(lib, "conv2d_flat_rows_knobs_sym", s, rng);
   }
 }
 
