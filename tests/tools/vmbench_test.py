@@ -107,7 +107,8 @@ class VmbenchTest(unittest.TestCase):
                          ["dynamic (every size)"] + [f"static {s}" for s in sizes]
                          + ["static, 4 builds"])
         static_sum = sum(float(b["compile s"]) for b in builds[1:-1])
-        self.assertAlmostEqual(float(builds[-1]["compile s"]), static_sum, delta=0.011)
+        # Each printed time is rounded to 0.01 s: the four and their total can be 0.025 apart.
+        self.assertAlmostEqual(float(builds[-1]["compile s"]), static_sum, delta=0.026)
         # The JSON says what the table says.
         doc = json.loads(json_path.read_text())
         self.assertEqual([s["label"] for s in doc["sizes"]], sizes)
