@@ -130,6 +130,17 @@ Expr expand_cell(const Expr& e, const std::string& where, const Cell& cell) {
           outer.bind(n, absent(in, i) ? call("Expand", {zero, zeros_shape}) : pick(given)));
     }
     CellStep step_of = cell.prepare(outer, w);
+    // X Wt for every step at once ([seq, batch, gates * hidden]): one product with the
+    // steps as rows, where each step multiplied its own [batch, input] row block.
+    Expr xw_all = outer.bind(w.name("xw_all"), call("MatMul", {x, w.wt}));
+    // A reverse scan reads the steps last first: reversed once here, step t reads row t (a
+    // per-step index seq - 1 - t was an integer kernel of its own every step).
+    if (reverse) {
+      xw_all = outer.bind(w.name("xw_reversed"),
+                          call("Slice", {xw_all, i64s({-1}),
+                                         i64s({std::numeric_limits<int64_t>::min()}), i64s({0}),
+                                         i64s({-1})}));
+    }
 
     auto body = std::make_shared<Function>();
     body->name = w.name("step");
@@ -140,15 +151,13 @@ Expr expand_cell(const Expr& e, const std::string& where, const Cell& cell) {
     for (int k = 0; k < cell.states; ++k) states.push_back(make_var(k == 0 ? "h" : "c"));
     body->params.insert(body->params.end(), states.begin(), states.end());
     Lets step;
-    Expr index = t;
-    if (reverse) index = step.bind(w.name("index"), call("Sub", {call("Sub", {trips, i64(1)}), t}));
-    Expr xt = step.bind(w.name("xt"), call("Gather", {x, index}, {{"axis", int64_t{0}}}));
-    std::vector<Expr> next = step_of(step, xt, states);
+    Expr xw = step.bind(w.name("xw"), call("Gather", {xw_all, t}, {{"axis", int64_t{0}}}));
+    std::vector<Expr> next = step_of(step, xw, states);
     DYNVM_INTERNAL_CHECK(next.size() == states.size(), "expand_recurrent: step of ", cell.op);
     Expr y_t = next[0];
     if (lens.defined()) {
-      Expr live =
-          step.bind(w.name("live"), call("Unsqueeze", {call("Less", {t, lens}), i64s({1})}));
+      Expr running = step.bind(w.name("running"), call("Less", {t, lens}));
+      Expr live = step.bind(w.name("live"), call("Unsqueeze", {running, i64s({1})}));
       for (size_t k = 0; k < next.size(); ++k) {
         next[k] = step.bind(w.name(k == 0 ? "h_kept" : "c_kept"),
                             call("Where", {live, next[k], states[k]}));

@@ -41,9 +41,13 @@ struct DirectionWeights {
   std::string name(const char* what) const { return prefix + "_" + what; }
 };
 
-// One time step: the carried states in (h first, then c for LSTM), the next states out.
+// One time step: x_t Wt (every gate's input projection, computed for all steps before the
+// loop as one product) and the carried states in (h first, then c for LSTM), the next states
+// out. Steps bind every intermediate to a variable of its own, so that fuse_ops can group
+// the elementwise gate math with the products it follows (a nested call stays a kernel of
+// its own).
 using CellStep =
-    std::function<std::vector<Expr>(Lets& step, const Expr& xt, const std::vector<Expr>& states)>;
+    std::function<std::vector<Expr>(Lets& step, const Expr& xw, const std::vector<Expr>& states)>;
 
 struct Cell {
   const char* op;  // "LSTM", "GRU", "RNN"

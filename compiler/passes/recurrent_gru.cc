@@ -25,28 +25,33 @@ Expr expand_gru(const Expr& e, const std::string& where) {
       rb_n = outer.bind(w.name("rb_n"), slice(w.rb, 2 * h, 3 * h, 0));
       if (lbr == 0) bias_n = outer.bind(w.name("bias_n"), call("Add", {wb_n, rb_n}));
     }
-    return [=](Lets& step, const Expr& xt, const std::vector<Expr>& s) {
+    return [=](Lets& step, const Expr& xw, const std::vector<Expr>& s) {
       const Expr& hv = s[0];
-      Expr xw = step.bind(w.name("xw"), call("MatMul", {xt, w.wt}));
-      Expr zr = step.bind(w.name("zr"),
-                          call("Add", {slice(xw, 0, 2 * h, 1), call("MatMul", {hv, rt_zr})}));
+      Expr xzr = step.bind(w.name("xzr"), slice(xw, 0, 2 * h, 1));
+      Expr hzr = step.bind(w.name("hzr"), call("MatMul", {hv, rt_zr}));
+      Expr zr = step.bind(w.name("zr"), call("Add", {hzr, xzr}));
       if (bias_zr.defined()) zr = step.bind(w.name("zr_b"), call("Add", {zr, bias_zr}));
-      Expr z = step.bind(w.name("z"), call("Sigmoid", {slice(zr, 0, h, 1)}));
-      Expr r = step.bind(w.name("r"), call("Sigmoid", {slice(zr, h, 2 * h, 1)}));
-      Expr xn = slice(xw, 2 * h, 3 * h, 1);
+      Expr z = step.bind(w.name("z"), call("Sigmoid", {step.bind(w.name("z_pre"), slice(zr, 0, h, 1))}));
+      Expr r =
+          step.bind(w.name("r"), call("Sigmoid", {step.bind(w.name("r_pre"), slice(zr, h, 2 * h, 1))}));
+      Expr xn = step.bind(w.name("xn"), slice(xw, 2 * h, 3 * h, 1));
       Expr pre;
       if (lbr == 0) {
-        pre = call("Add", {xn, call("MatMul", {call("Mul", {r, hv}), rt_n})});
-        if (bias_n.defined()) pre = call("Add", {pre, bias_n});
+        Expr rh = step.bind(w.name("rh"), call("Mul", {r, hv}));
+        Expr hn = step.bind(w.name("hn"), call("MatMul", {rh, rt_n}));
+        pre = step.bind(w.name("n_pre"), call("Add", {hn, xn}));
+        if (bias_n.defined()) pre = step.bind(w.name("n_pre_b"), call("Add", {pre, bias_n}));
       } else {
-        Expr hr = call("MatMul", {hv, rt_n});
-        if (rb_n.defined()) hr = call("Add", {hr, rb_n});
-        pre = call("Add", {xn, call("Mul", {r, hr})});
-        if (wb_n.defined()) pre = call("Add", {pre, wb_n});
+        Expr hr = step.bind(w.name("hn"), call("MatMul", {hv, rt_n}));
+        if (rb_n.defined()) hr = step.bind(w.name("hn_b"), call("Add", {hr, rb_n}));
+        Expr rhr = step.bind(w.name("r_hn"), call("Mul", {r, hr}));
+        pre = step.bind(w.name("n_pre"), call("Add", {rhr, xn}));
+        if (wb_n.defined()) pre = step.bind(w.name("n_pre_b"), call("Add", {pre, wb_n}));
       }
       Expr n = step.bind(w.name("n"), call("Tanh", {pre}));
-      Expr h2 =
-          step.bind(w.name("h_next"), call("Add", {n, call("Mul", {z, call("Sub", {hv, n})})}));
+      Expr diff = step.bind(w.name("h_minus_n"), call("Sub", {hv, n}));
+      Expr moved = step.bind(w.name("z_diff"), call("Mul", {z, diff}));
+      Expr h2 = step.bind(w.name("h_next"), call("Add", {n, moved}));
       return std::vector<Expr>{h2};
     };
   };

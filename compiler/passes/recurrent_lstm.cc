@@ -19,22 +19,27 @@ Expr expand_lstm(const Expr& e, const std::string& where) {
       po = outer.bind(w.name("po"), slice(w.p, h, 2 * h, 0));
       pf = outer.bind(w.name("pf"), slice(w.p, 2 * h, 3 * h, 0));
     }
-    // gate + peephole * cell, or the gate alone without peepholes.
-    auto peep = [](const Expr& gate, const Expr& p, const Expr& c) {
-      return p.defined() ? call("Add", {gate, call("Mul", {p, c})}) : gate;
-    };
-    return [=](Lets& step, const Expr& xt, const std::vector<Expr>& s) {
-      Expr gates = step.bind(
-          w.name("gates"), call("Add", {call("MatMul", {xt, w.wt}), call("MatMul", {s[0], w.rt})}));
+    return [=](Lets& step, const Expr& xw, const std::vector<Expr>& s) {
+      Expr hr = step.bind(w.name("hr"), call("MatMul", {s[0], w.rt}));
+      Expr gates = step.bind(w.name("gates"), call("Add", {hr, xw}));
       if (bias.defined()) gates = step.bind(w.name("gates_b"), call("Add", {gates, bias}));
-      Expr ig = step.bind(w.name("i"), call("Sigmoid", {peep(slice(gates, 0, h, 1), pi, s[1])}));
-      Expr fg =
-          step.bind(w.name("f"), call("Sigmoid", {peep(slice(gates, 2 * h, 3 * h, 1), pf, s[1])}));
-      Expr cg = step.bind(w.name("g"), call("Tanh", {slice(gates, 3 * h, 4 * h, 1)}));
-      Expr c2 = step.bind(w.name("c_next"),
-                          call("Add", {call("Mul", {fg, s[1]}), call("Mul", {ig, cg})}));
-      Expr og = step.bind(w.name("o"), call("Sigmoid", {peep(slice(gates, h, 2 * h, 1), po, c2)}));
-      Expr h2 = step.bind(w.name("h_next"), call("Mul", {og, call("Tanh", {c2})}));
+      // One gate's pre-activation: its block of the gates, plus peephole * cell.
+      auto gate = [&](const char* name, int64_t block, const Expr& p, const Expr& c) {
+        Expr g = step.bind(w.name((std::string(name) + "_pre").c_str()),
+                           slice(gates, block * h, (block + 1) * h, 1));
+        if (!p.defined()) return g;
+        Expr pc = step.bind(w.name((std::string(name) + "_peep").c_str()), call("Mul", {p, c}));
+        return step.bind(w.name((std::string(name) + "_in").c_str()), call("Add", {g, pc}));
+      };
+      Expr ig = step.bind(w.name("i"), call("Sigmoid", {gate("i", 0, pi, s[1])}));
+      Expr fg = step.bind(w.name("f"), call("Sigmoid", {gate("f", 2, pf, s[1])}));
+      Expr cg = step.bind(w.name("g"), call("Tanh", {gate("g", 3, Expr(), s[1])}));
+      Expr kept = step.bind(w.name("c_kept"), call("Mul", {fg, s[1]}));
+      Expr added = step.bind(w.name("c_added"), call("Mul", {ig, cg}));
+      Expr c2 = step.bind(w.name("c_next"), call("Add", {kept, added}));
+      Expr og = step.bind(w.name("o"), call("Sigmoid", {gate("o", 1, po, c2)}));
+      Expr tc = step.bind(w.name("c_tanh"), call("Tanh", {c2}));
+      Expr h2 = step.bind(w.name("h_next"), call("Mul", {og, tc}));
       return std::vector<Expr>{h2, c2};
     };
   };

@@ -8,9 +8,9 @@ Expr expand_rnn(const Expr& e, const std::string& where) {
   cell.prepare = [](Lets& outer, const DirectionWeights& w) -> CellStep {
     Expr bias;
     if (w.wb.defined()) bias = outer.bind(w.name("bias"), call("Add", {w.wb, w.rb}));
-    return [w, bias](Lets& step, const Expr& xt, const std::vector<Expr>& s) {
-      Expr pre = step.bind(w.name("pre"),
-                           call("Add", {call("MatMul", {xt, w.wt}), call("MatMul", {s[0], w.rt})}));
+    return [w, bias](Lets& step, const Expr& xw, const std::vector<Expr>& s) {
+      Expr hr = step.bind(w.name("hr"), call("MatMul", {s[0], w.rt}));
+      Expr pre = step.bind(w.name("pre"), call("Add", {hr, xw}));
       if (bias.defined()) pre = step.bind(w.name("pre_b"), call("Add", {pre, bias}));
       return std::vector<Expr>{step.bind(w.name("h_next"), call("Tanh", {pre}))};
     };
