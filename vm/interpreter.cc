@@ -374,7 +374,12 @@ Value VirtualMachine::execute(size_t entry, std::span<const Value> args) {
       }
       case Opcode::TupleAppend: {
         // Loops collect per-iteration values this way (a scan output's elements); the
-        // tuple holds references, so appending never copies tensor data.
+        // tuple holds references, so appending never copies tensor data. In place when the
+        // register holds the only reference (the loop's own collection).
+        if (a[0] == a[1] && r[a[1]].append_in_place(r[a[2]])) {
+          ++pc;
+          break;
+        }
         Tuple t = r[a[1]].as_tuple();
         t.push_back(r[a[2]]);
         r[a[0]] = Value(std::move(t));

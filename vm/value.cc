@@ -30,6 +30,14 @@ const Tuple& Value::as_tuple() const {
   kind_error(ValueKind::kTuple);
 }
 
+bool Value::append_in_place(const Value& v) {
+  TupleRef* t = std::get_if<TupleRef>(&v_);
+  if (t == nullptr || t->use_count() != 1) return false;
+  // Every tuple is made by Value(Tuple) as a non-const object, so the cast is sound.
+  const_cast<Tuple&>(**t).push_back(v);
+  return true;
+}
+
 const Shape& Value::as_shape() const {
   if (const ShapeRef* s = std::get_if<ShapeRef>(&v_)) return **s;
   kind_error(ValueKind::kShape);

@@ -138,6 +138,18 @@ TEST_F(InterpreterTest, TupleAppendAndTupleGetCollectValues) {
   EXPECT_USER_ERROR(call(program_, "collect", {int64_t{0}}), "tuple_get: index -1 of a tuple of 0");
 }
 
+TEST_F(InterpreterTest, TupleAppendLeavesACopyInAnotherRegisterAsItWas) {
+  Value v = call(program_, "collect_snapshot", {int64_t{5}});
+  const Tuple& t = v.as_tuple();
+  const Tuple& all = t[0].as_tuple();
+  const Tuple& snapshot = t[1].as_tuple();
+  ASSERT_EQ(all.size(), 5u);
+  for (int64_t i = 0; i < 5; ++i) EXPECT_EQ(all[static_cast<size_t>(i)].as_int(), i);
+  ASSERT_EQ(snapshot.size(), 2u);
+  EXPECT_EQ(snapshot[0].as_int(), 0);
+  EXPECT_EQ(snapshot[1].as_int(), 1);
+}
+
 TEST_F(InterpreterTest, TensorThatDoesNotFitItsStorageIsAnError) {
   EXPECT_EQ(call(program_, "overflowing_tensor", {int64_t{0}}).as_tensor().shape(), (Shape{4}));
   EXPECT_USER_ERROR(call(program_, "overflowing_tensor", {int64_t{4}}),
