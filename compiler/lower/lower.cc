@@ -202,15 +202,12 @@ class FunctionLowering : public ExprFunctor<Regs(const Expr&, const std::string&
 
   // Registers holding a shape value for `t`'s dims.
   uint32_t shape_of(const Type& t, const std::string& where) {
-    std::vector<int64_t> args{0};
+    std::vector<int64_t> dims;
     for (const Dim& d : t->dims) {
       if (d.is_any()) user_error(where, ": the output shape ", to_string(t), " is not known");
-      args.push_back(shapes_.emit(d.expr()));
+      dims.push_back(shapes_.emit(d.expr()));
     }
-    uint32_t r = next_reg_++;
-    args[0] = r;
-    code_.push_back({vm::Opcode::MakeShape, args});
-    return r;
+    return shapes_.emit_shape(dims);
   }
 
   uint32_t alloc(const Type& t, const std::string& where) {

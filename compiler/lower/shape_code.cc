@@ -96,4 +96,15 @@ uint32_t ShapeCode::emit_node(const arith::Expr& e) {
   return op(code, {a, b});
 }
 
+uint32_t ShapeCode::emit_shape(const std::vector<int64_t>& dim_registers) {
+  auto it = shapes_.find(dim_registers);
+  if (it != shapes_.end()) return it->second;
+  const uint32_t dst = fresh();
+  std::vector<int64_t> args{dst};
+  args.insert(args.end(), dim_registers.begin(), dim_registers.end());
+  code_->push_back({vm::Opcode::MakeShape, std::move(args)});
+  shapes_.emplace(dim_registers, dst);
+  return dst;
+}
+
 }  // namespace dynvm::compiler

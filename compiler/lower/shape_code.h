@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -35,8 +36,16 @@ class ShapeCode {
   // and the resolver does not know.
   uint32_t emit(const arith::Expr& e);
 
-  // Forgets computed subexpressions (their registers are not valid after a branch).
-  void clear_cache() { cache_.clear(); }
+  // A register holding the shape value whose dims are in `dim_registers` (a MakeShape),
+  // cached like the subexpressions: the outputs of one shape in a block share one.
+  uint32_t emit_shape(const std::vector<int64_t>& dim_registers);
+
+  // Forgets computed subexpressions and shapes (their registers are not valid after a
+  // branch).
+  void clear_cache() {
+    cache_.clear();
+    shapes_.clear();
+  }
 
  private:
   uint32_t fresh() { return (*next_register_)++; }
@@ -49,6 +58,7 @@ class ShapeCode {
   std::unordered_map<arith::VarId, uint32_t> vars_;
   Resolver resolve_;
   std::unordered_map<size_t, std::vector<std::pair<arith::Expr, uint32_t>>> cache_;
+  std::map<std::vector<int64_t>, uint32_t> shapes_;
 };
 
 }  // namespace dynvm::compiler
