@@ -1,6 +1,8 @@
 // InstanceNormalization (see instance_norm.h).
 #include "kernels/ops/instance_norm.h"
 
+#include "kernels/arith/simplify.h"
+#include "kernels/ops/lanes.h"
 #include "kernels/ops/schedules.h"
 #include "vm/error.h"
 
@@ -22,23 +24,37 @@ OpInstance instance_norm(const TensorType& x, const TensorType& scale, const Ten
   te::TensorRef in = te::placeholder("X", x.shape, x.dtype);
   te::TensorRef sc = te::placeholder("Scale", {x.shape[1]}, x.dtype);
   te::TensorRef bi = te::placeholder("B", {x.shape[1]}, x.dtype);
-  // A reduction over the spatial dims of f(x[n, c, ...]) divided by their count.
-  auto spatial_mean = [&](const char* name,
-                          const std::function<tir::Expr(tir::Expr, const te::Indices&)>& f) {
-    return te::compute(name, {x.shape[0], x.shape[1]}, [&](const te::Indices& i) {
-      std::vector<te::IterVar> axes;
-      std::vector<arith::Expr> at{i[0], i[1]};
-      for (size_t d = 0; d < spatial.size(); ++d) {
-        axes.push_back(te::reduce_axis(spatial[d], "r" + std::to_string(d)));
-        at.push_back(axes.back().var);
-      }
-      return te::sum(f(te::read(in, at), i) / tir::index_value(count, t), axes);
-    });
+  // Mean and variance over each instance's spatial dims taken as one flat axis of
+  // `count` contiguous elements, reduced in vector lanes (lane_reduce): a scalar chain per
+  // instance ran a GroupNorm's 4 instances of 1M elements at 1.6 GB/s.
+  const arith::Expr length = arith::simplify(count);
+  auto at_flat = [&](const te::Indices& k, const arith::Expr& p) {
+    std::vector<arith::Expr> idx{k[0], k[1]};
+    arith::Expr rest = p;
+    std::vector<arith::Expr> dims(spatial.size());
+    for (size_t d = spatial.size(); d-- > 0;) {
+      dims[d] = d == 0 ? rest : arith::floormod(rest, spatial[d]);
+      rest = arith::floordiv(rest, spatial[d]);
+    }
+    idx.insert(idx.end(), dims.begin(), dims.end());
+    return te::read(in, idx);
   };
-  te::TensorRef mean = spatial_mean("mean", [](tir::Expr v, const te::Indices&) { return v; });
-  te::TensorRef var = spatial_mean("var", [&](tir::Expr v, const te::Indices& i) {
-    tir::Expr d = v - te::read(mean, {i[0], i[1]});
-    return d * d;
+  const std::vector<arith::Expr> kept{x.shape[0], x.shape[1]};
+  const tir::Expr n = tir::index_value(count, t);
+  LaneStages stages;
+  te::TensorRef sum = lane_reduce("Sum", false, kept, length, kLanes, at_flat, &stages);
+  te::TensorRef mean = te::compute("mean", kept, [&](const te::Indices& i) {
+    return te::read(sum, {i[0], i[1]}) / n;
+  });
+  te::TensorRef sq = lane_reduce(
+      "SqDev", false, kept, length, kLanes,
+      [&](const te::Indices& k, const arith::Expr& p) {
+        tir::Expr d = at_flat(k, p) - te::read(mean, {k[0], k[1]});
+        return d * d;
+      },
+      &stages);
+  te::TensorRef var = te::compute("var", kept, [&](const te::Indices& i) {
+    return te::read(sq, {i[0], i[1]}) / n;
   });
   te::TensorRef out = te::compute("Y", x.shape, [&](const te::Indices& i) {
     std::vector<arith::Expr> nc{i[0], i[1]};
@@ -53,9 +69,11 @@ OpInstance instance_norm(const TensorType& x, const TensorType& scale, const Ten
   op.inputs = {in, sc, bi};
   op.outputs = {out};
   op.knobs = injective_knobs(x.shape);
-  op.schedule = [specs = op.knobs, mean, var, out](const KnobValues& knobs) {
+  op.schedule = [specs = op.knobs, stages, mean, var, out](const KnobValues& knobs) {
     te::Schedule s = te::create_schedule({out});
     const bool parallel = knob_value(specs, knobs, "parallel") != 0;
+    for (const te::TensorRef& p : stages.partials) schedule_lanes(s, p, parallel);
+    for (const te::TensorRef& r : stages.scalars) schedule_reduction(s, r, parallel);
     schedule_reduction(s, mean, parallel);
     schedule_reduction(s, var, parallel);
     schedule_injective(s, out, knob_value(specs, knobs, "vector_width"), parallel);

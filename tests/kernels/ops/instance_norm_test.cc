@@ -1,5 +1,5 @@
 // instance_norm (InstanceNormalization) on a symbolic [n, c, h, w] and a static [N, C, L]
-// input against a double loop (mean, then the biased variance about it); a large offset
+// input (reductions in vector lanes over the flat spatial dims) against a double loop (mean, then the biased variance about it); a large offset
 // keeps its precision; integer inputs and short ranks are refused.
 #include "kernels/ops/instance_norm.h"
 
@@ -42,7 +42,10 @@ TEST(InstanceNorm, NormalizesEachImageAndChannelOverItsSpatialDims) {
                                             {kF32, dims({3})}, 1e-5)});
   OpLibrary lib = OpLibrary::build(ops);
   std::mt19937 rng(9);
-  for (const vm::Shape& s : {vm::Shape{1, 2, 1, 3}, vm::Shape{2, 3, 5, 9}}) {
+  // Spatial sizes under one vector of lanes, with a tail (33 x 17 = 561 = 35 x 16 + 1) and
+  // whole vectors only (64 x 64).
+  for (const vm::Shape& s : {vm::Shape{1, 2, 1, 3}, vm::Shape{2, 3, 5, 9}, vm::Shape{1, 2, 33, 17},
+                             vm::Shape{1, 1, 64, 64}}) {
     vm::Tensor x = random_tensor(s, kF32, rng, -5, 5);
     vm::Tensor scale = random_tensor({s[1]}, kF32, rng, -2, 2);
     vm::Tensor bias = random_tensor({s[1]}, kF32, rng, -2, 2);
