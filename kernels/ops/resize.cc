@@ -208,6 +208,35 @@ const char* mode_name(ResizeMode m) {
   return "?";
 }
 
+// Nearest upsampling of the last dim by an integer k: output column q*k + r reads input
+// column q. The last axis split into (q, r), r unrolled outside q's vectors: each vector
+// loads input columns q..q+15 contiguously and stores them k apart (one masked store of
+// 16 k elements), where vectors over the output columns gathered every element (a [32,
+// 128, 128] -> [32, 256, 256] upsample: 2.8 ms).
+te::Schedule nearest_upsample_schedule(const std::vector<KnobSpec>& specs,
+                                       const KnobValues& knobs, const te::TensorRef& out,
+                                       int64_t k) {
+  te::Schedule s = te::create_schedule({out});
+  te::Stage& st = s[out];
+  const size_t rank = st.num_axes();
+  const int64_t width = knob_value(specs, knobs, "vector_width");
+  if (width < 1) user_error("resize: vector_width must be positive, got ", width);
+  auto [q, r] = st.split(st.axis(rank - 1), k);
+  auto [qo, qi] = st.split(q, width);
+  std::vector<te::IterVarRef> order;
+  for (size_t d = 0; d + 1 < rank; ++d) order.push_back(st.axis(d));
+  order.insert(order.end(), {qo, r, qi});
+  st.reorder(order);
+  st.unroll(r);
+  if (width > 1) st.vectorize(qi);
+  if (knob_value(specs, knobs, "parallel") != 0) {
+    te::IterVarRef rows = rank > 1 ? st.axis(0) : qo;
+    for (size_t d = 1; d + 1 < rank; ++d) rows = st.fuse(rows, st.axis(d));
+    st.parallel(rows);
+  }
+  return s;
+}
+
 // The kernel over planned dims. `roi`: tf_crop_and_resize's window (defined for it);
 // `guard`: coordinates come from values read at run time (any f32), so they are kept in
 // [-2^40, 2^40] before becoming indices (a neighbour's +1 must not overflow).
@@ -325,7 +354,16 @@ OpInstance build(const std::string& name, const TensorType& x, const ResizeAttrs
     }
     return body;
   });
-  return injective_op(name + mode_name(mode) + "_" + dtype_suffix(x.dtype), std::move(inputs), out);
+  OpInstance op =
+      injective_op(name + mode_name(mode) + "_" + dtype_suffix(x.dtype), std::move(inputs), out);
+  const DimPlan& last = plans.back();
+  if (mode == ResizeMode::kNearest && !last.identity && last.integer_scale > 0 &&
+      nearest_is_quotient(transform, attrs.nearest_mode)) {
+    op.schedule = [specs = op.knobs, out, k = last.integer_scale](const KnobValues& knobs) {
+      return nearest_upsample_schedule(specs, knobs, out, k);
+    };
+  }
+  return op;
 }
 
 te::TensorRef roi_placeholder(const TensorType* roi, const ResizeAttrs& attrs, size_t rank) {
