@@ -295,6 +295,28 @@ struct FlatConv {
   TensorRef patches;  // a stage computed at the root before the product, or null
 };
 
+// The flat template's register tile over stage `so` ([n, c, positions...]): `positions`
+// (its output positions as one axis) in blocks of ow_block vector lanes, oc_block channels
+// unrolled around them, `acc` accumulated at each tile; in parallel, (batch, channel block)
+// when there are blocks enough to share, else the position blocks.
+void tile_flat_positions(te::Schedule& s, te::Stage& so, const TensorRef& acc,
+                         const te::IterVarRef& positions, int64_t oc_block, int64_t ow_block,
+                         bool parallel) {
+  auto [oco, oci] = so.split(so.axis(1), oc_block);
+  auto [po, pi] = so.split(positions, ow_block);
+  so.reorder({so.axis(0), oco, po, oci, pi});
+  so.vectorize(pi);
+  so.unroll(oci);
+  if (parallel) {
+    const arith::Expr& channels = so.tensor()->shape()[1];
+    const bool many_blocks =
+        channels.is_int_imm() && (channels.int_value() + oc_block - 1) / oc_block >= kManyBlocks;
+    so.parallel(many_blocks ? so.fuse(so.axis(0), oco) : po);
+  }
+  te::Stage& sa = accumulate_at(s, acc, so, po);
+  sa.unroll(sa.axis(1));
+}
+
 OpInstance flat_conv(const ConvGeometry& g, const FlatConv& fc, const TensorRef& X,
                      const TensorRef& W, const TensorRef& B,
                      const std::vector<arith::Expr>& out_shape, const FusedEpilogue* epilogue,
@@ -337,20 +359,7 @@ OpInstance flat_conv(const ConvGeometry& g, const FlatConv& fc, const TensorRef&
     }
     te::Stage& so = s[Y];
     te::IterVarRef positions = so.num_axes() == 4 ? so.fuse(so.axis(2), so.axis(3)) : so.axis(2);
-    auto [oco, oci] = so.split(so.axis(1), oc_block);
-    auto [po, pi] = so.split(positions, ow_block);
-    so.reorder({so.axis(0), oco, po, oci, pi});
-    so.vectorize(pi);
-    so.unroll(oci);
-    if (parallel) {
-      // (batch, channel block) when there are blocks enough to share; else the positions.
-      const arith::Expr& channels = so.tensor()->shape()[1];
-      const bool many_blocks =
-          channels.is_int_imm() && (channels.int_value() + oc_block - 1) / oc_block >= kManyBlocks;
-      so.parallel(many_blocks ? so.fuse(so.axis(0), oco) : po);
-    }
-    te::Stage& sa = accumulate_at(s, acc, so, po);
-    sa.unroll(sa.axis(1));
+    tile_flat_positions(s, so, acc, positions, oc_block, ow_block, parallel);
     return s;
   };
   return inst;
@@ -487,19 +496,7 @@ OpInstance padded_flat_conv(const ConvGeometry& g, const TensorRef& X, const Ten
     schedule_injective(s, Y, kWidthMultiple, parallel);
     TensorRef acc = s.cache_write(C, "local");
     te::Stage& sc = s[C];
-    auto [oco, oci] = sc.split(sc.axis(1), oc_block);
-    auto [po, pi] = sc.split(sc.axis(2), ow_block);
-    sc.reorder({sc.axis(0), oco, po, oci, pi});
-    sc.vectorize(pi);
-    sc.unroll(oci);
-    if (parallel) {
-      const arith::Expr& channels = C->shape()[1];
-      const bool many_blocks =
-          channels.is_int_imm() && (channels.int_value() + oc_block - 1) / oc_block >= kManyBlocks;
-      sc.parallel(many_blocks ? sc.fuse(sc.axis(0), oco) : po);
-    }
-    te::Stage& sa = accumulate_at(s, acc, sc, po);
-    sa.unroll(sa.axis(1));
+    tile_flat_positions(s, sc, acc, sc.axis(2), oc_block, ow_block, parallel);
     return s;
   };
   return inst;
