@@ -38,7 +38,7 @@ struct DirectionWeights {
   Expr p;       // LSTM's peepholes [3 * hidden] (i, o, f); undefined when P is absent
   int64_t hidden = 0;
   std::string prefix;  // for the names of bound values: "gru", "lstm_bw", ...
-  std::string name(const char* what) const { return prefix + "_" + what; }
+  std::string name(const std::string& what) const { return prefix + "_" + what; }
 };
 
 // One time step: x_t Wt (every gate's input projection, computed for all steps before the

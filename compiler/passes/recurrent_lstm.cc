@@ -24,19 +24,18 @@ Expr expand_lstm(const Expr& e, const std::string& where) {
       Expr gates = step.bind(w.name("gates"), call("Add", {hr, xw}));
       if (bias.defined()) gates = step.bind(w.name("gates_b"), call("Add", {gates, bias}));
       // One gate's pre-activation: its block of the gates, plus peephole * cell.
-      auto gate = [&](const char* name, int64_t block, const Expr& p, const Expr& c) {
-        Expr g = step.bind(w.name((std::string(name) + "_pre").c_str()),
-                           slice(gates, block * h, (block + 1) * h, 1));
+      auto gate = [&](const std::string& name, int64_t block, const Expr& p, const Expr& c) {
+        Expr g = step.bind(w.name(name + "_pre"), slice(gates, block * h, (block + 1) * h, 1));
         if (!p.defined()) return g;
-        Expr pc = step.bind(w.name((std::string(name) + "_peep").c_str()), call("Mul", {p, c}));
-        return step.bind(w.name((std::string(name) + "_in").c_str()), call("Add", {g, pc}));
+        Expr pc = step.bind(w.name(name + "_peep"), call("Mul", {p, c}));
+        return step.bind(w.name(name + "_in"), call("Add", {g, pc}));
       };
       Expr ig = step.bind(w.name("i"), call("Sigmoid", {gate("i", 0, pi, s[1])}));
       Expr fg = step.bind(w.name("f"), call("Sigmoid", {gate("f", 2, pf, s[1])}));
       Expr cg = step.bind(w.name("g"), call("Tanh", {gate("g", 3, Expr(), s[1])}));
-      Expr kept = step.bind(w.name("c_kept"), call("Mul", {fg, s[1]}));
-      Expr added = step.bind(w.name("c_added"), call("Mul", {ig, cg}));
-      Expr c2 = step.bind(w.name("c_next"), call("Add", {kept, added}));
+      Expr fc = step.bind(w.name("f_c"), call("Mul", {fg, s[1]}));
+      Expr ig_g = step.bind(w.name("i_g"), call("Mul", {ig, cg}));
+      Expr c2 = step.bind(w.name("c_next"), call("Add", {fc, ig_g}));
       Expr og = step.bind(w.name("o"), call("Sigmoid", {gate("o", 1, po, c2)}));
       Expr tc = step.bind(w.name("c_tanh"), call("Tanh", {c2}));
       Expr h2 = step.bind(w.name("h_next"), call("Mul", {og, tc}));
