@@ -454,6 +454,10 @@ Value VirtualMachine::execute(size_t entry, std::span<const Value> args) {
         r[a[0]] = shape_tensor(r[a[1]].as_shape(), a[2], static_cast<DType>(a[3]));
         ++pc;
         break;
+      case Opcode::RowView:
+        r[a[0]] = r[a[1]].as_tensor().row_view(r[a[2]].as_int());
+        ++pc;
+        break;
     }
   }
 }

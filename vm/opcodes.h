@@ -69,7 +69,9 @@ enum class OperandKind : uint8_t {
   X(TupleInsert,  "tuple_insert",  Dst, Reg, Reg, Reg)       /* dst = tuple with value     */\
                                                    /* (last) inserted at int position 0..len */\
   X(TupleErase,   "tuple_erase",   Dst, Reg, Reg)            /* dst = tuple without field  */\
-                                                           /* at int position 0..len-1 */
+                                                           /* at int position 0..len-1 */\
+  X(RowView,      "row_view",      Dst, Reg, Reg)            /* dst = tensor[int] along    */\
+                                   /* axis 0, a view; a negative int counts from the end */
 // clang-format on
 
 enum class Opcode : uint8_t {

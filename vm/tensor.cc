@@ -91,6 +91,20 @@ Tensor Tensor::reshape_view(Shape new_shape) const {
       Node{node_->storage, node_->byte_offset, std::move(new_shape), n, node_->dtype}));
 }
 
+Tensor Tensor::row_view(int64_t i) const {
+  const Shape& s = shape();
+  if (s.empty()) user_error("row_view of a scalar");
+  if (i < -s[0] || i >= s[0]) {
+    user_error("index ", i, " is out of range for axis 0 of a tensor of shape ", shape_str(s));
+  }
+  if (i < 0) i += s[0];
+  Shape row(s.begin() + 1, s.end());
+  const int64_t n = shape_numel(row);
+  const int64_t offset = node_->byte_offset + i * n * static_cast<int64_t>(dtype_size(dtype()));
+  return Tensor(
+      std::make_shared<const Node>(Node{node_->storage, offset, std::move(row), n, node_->dtype}));
+}
+
 Tensor Tensor::copy_to(Device device) const {
   Tensor out = empty(shape(), dtype(), device);
   Device src = this->device();

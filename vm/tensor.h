@@ -79,6 +79,10 @@ class Tensor {
 
   // Same storage, new shape with the same number of elements.
   Tensor reshape_view(Shape new_shape) const;
+  // Element `i` along axis 0 (rank >= 1), sharing the storage: shape()[1:] at the row's
+  // offset. `i` in [-shape()[0], shape()[0]), negative counting from the end (ONNX
+  // Gather's rule); else UserError.
+  Tensor row_view(int64_t i) const;
   // A deep copy on `device`.
   Tensor copy_to(Device device) const;
 

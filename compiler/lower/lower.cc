@@ -7,6 +7,7 @@
 #include <set>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "compiler/ir/functor.h"
 #include "compiler/ir/printer.h"
@@ -36,6 +37,48 @@ struct Regs {
     DYNVM_INTERNAL_CHECK(!is_tuple && regs.size() == 1, "a tuple used as one value");
     return regs[0];
   }
+};
+
+// How a Loop body reads its iteration number and condition, scalar tensors to ONNX. A body
+// that reads the number only as the index of rows (Gather along axis 0: a row view, which
+// reads its index on the host) and returns the condition as it came needs neither tensor:
+// lowering hands those reads the loop's integer registers (two tensors made and read back
+// every step otherwise).
+class LoopParamUses : public ExprVisitor {
+ public:
+  explicit LoopParamUses(const Function& body)
+      : t_(body.params[0]->var_id), go_(body.params[1]->var_id) {
+    visit_function(body);
+    Expr result = body.body;
+    while (result.kind() == ExprKind::kLet) result = result->operands[2];
+    const bool returns_go = result.kind() == ExprKind::kTuple && !result->operands.empty() &&
+                            is_var(result->operands[0], go_);
+    go_passed_through_ = returns_go && go_reads_ == 1;
+  }
+  bool t_only_indexes_rows() const { return t_other_reads_ == 0; }
+  bool go_passed_through() const { return go_passed_through_; }
+
+ protected:
+  void visit_var(const Expr& e) override {
+    t_other_reads_ += e->var_id == t_;
+    go_reads_ += e->var_id == go_;
+  }
+  void visit_call(const Expr& e) override {
+    if (e->name == "Gather" && e->operands.size() == 2 && is_var(e->operands[1], t_) &&
+        attr_int(e->attrs, "axis", 0, "Gather") == 0) {
+      visit(e->operands[0]);
+      return;
+    }
+    visit_operands(e);
+  }
+
+ private:
+  static bool is_var(const Expr& e, uint64_t id) {
+    return e.kind() == ExprKind::kVar && e->var_id == id;
+  }
+  uint64_t t_, go_;
+  size_t t_other_reads_ = 0, go_reads_ = 0;
+  bool go_passed_through_ = false;
 };
 
 // Each visit lowers an expression and returns the registers of its value; `where` names
@@ -314,6 +357,16 @@ class FunctionLowering : public ExprFunctor<Regs(const Expr&, const std::string&
         uint32_t r = next_reg_++;
         uint32_t source = operand(0);
         code_.push_back({vm::Opcode::ReshapeView, {r, source, shape_of(outputs[0], where)}});
+        return Regs{{r}, false};
+      }
+      case LoweringKind::kRowView: {
+        uint32_t source = operand(0);
+        const Expr& i = e->operands[1];
+        uint32_t index = i.kind() == ExprKind::kVar && int_vars_.count(i->var_id)
+                             ? operand(1)
+                             : load_scalar(read_on(i, operand(1), vm::kCpu));
+        uint32_t r = next_reg_++;
+        code_.push_back({vm::Opcode::RowView, {r, source, index}});
         return Regs{{r}, false};
       }
       case LoweringKind::kHost:
@@ -642,9 +695,18 @@ class FunctionLowering : public ExprFunctor<Regs(const Expr&, const std::string&
     code_.push_back({vm::Opcode::MinI, {go, in_range, cond}});  // both are 0 or 1 (cond != 0)
     const size_t branch = code_.size();
     code_.push_back({vm::Opcode::If, {go, static_cast<int64_t>(code_.size() + 1), 0}});
-    // The body: parameters bound to this iteration's values.
-    values_[body.params[0]->var_id] = Regs{{scalar_tensor(i, vm::DType::kInt64)}, false};
-    values_[body.params[1]->var_id] = Regs{{scalar_tensor(cond, vm::DType::kBool)}, false};
+    // The body: parameters bound to this iteration's values (the number and the condition
+    // as integer registers where the body only needs those, LoopParamUses).
+    const LoopParamUses uses(body);
+    const uint64_t t_var = body.params[0]->var_id, go_var = body.params[1]->var_id;
+    if (uses.t_only_indexes_rows()) {
+      values_[t_var] = Regs{{i}, false};
+      int_vars_.insert(t_var);
+    } else {
+      values_[t_var] = Regs{{scalar_tensor(i, vm::DType::kInt64)}, false};
+    }
+    values_[go_var] =
+        Regs{{uses.go_passed_through() ? cond : scalar_tensor(cond, vm::DType::kBool)}, false};
     for (size_t k = 0; k < carried.size(); ++k) {
       values_[body.params[k + 2]->var_id] = Regs{{carried[k]}, false};
       types_[body.params[k + 2]->var_id] = body.params[k + 2].type();
@@ -656,7 +718,7 @@ class FunctionLowering : public ExprFunctor<Regs(const Expr&, const std::string&
         copied_for_join(expr(body.body, where + " (loop body)"), join ? &join->second : nullptr);
     DYNVM_INTERNAL_CHECK(out.is_tuple && out.regs.size() == 1 + carried.size() + scans, where,
                          ": the loop body returns ", out.regs.size(), " values");
-    uint32_t next_cond = load_scalar(out.regs[0]);
+    uint32_t next_cond = uses.go_passed_through() ? cond : load_scalar(out.regs[0]);
     // The body's results are this iteration's values, read before the carried registers are
     // overwritten: scan elements are appended first (an element may be a carried value as
     // the iteration saw it), and a carried' that is another carried register (a swap) is
@@ -677,7 +739,7 @@ class FunctionLowering : public ExprFunctor<Regs(const Expr&, const std::string&
     for (size_t k = 0; k < carried.size(); ++k) {
       code_.push_back({vm::Opcode::Move, {carried[k], next[k]}});
     }
-    code_.push_back({vm::Opcode::Move, {cond, next_cond}});
+    if (next_cond != cond) code_.push_back({vm::Opcode::Move, {cond, next_cond}});
     code_.push_back({vm::Opcode::AddI, {i, i, one}});
     code_.push_back({vm::Opcode::Goto, {static_cast<int64_t>(head)}});
     code_[branch].args[2] = static_cast<int64_t>(code_.size());
@@ -822,6 +884,9 @@ class FunctionLowering : public ExprFunctor<Regs(const Expr&, const std::string&
   uint32_t next_reg_ = 0;
   ShapeCode shapes_;
   std::unordered_map<uint64_t, Regs> values_;
+  // Variables whose register holds an integer, not the scalar tensor ONNX has (a Loop's
+  // iteration number, LoopParamUses).
+  std::unordered_set<uint64_t> int_vars_;
   std::unordered_map<uint64_t, Type> types_;
   std::unordered_map<const void*, size_t> constant_index_;
   std::unordered_map<std::string, size_t> kernel_keys_;

@@ -178,6 +178,7 @@ std::vector<std::vector<uint32_t>> may_reference(const vm::Function& fn,
           break;
         case Opcode::AllocTensor:
         case Opcode::ReshapeView:
+        case Opcode::RowView:
           changed |= merge(static_cast<uint32_t>(ins.args[0]), static_cast<uint32_t>(ins.args[1]));
           break;
         default: {

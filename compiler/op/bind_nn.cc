@@ -18,6 +18,7 @@
 #include "kernels/ops/matmul_nd.h"
 #include "kernels/ops/norm.h"
 #include "kernels/ops/pool.h"
+#include "kernels/ops/recurrent.h"
 #include "kernels/ops/reduce.h"
 #include "kernels/ops/resize.h"
 #include "kernels/ops/scatter.h"
@@ -421,6 +422,17 @@ void register_nn_bindings() {
   register_binding("MatMul", bind_matmul);
   register_binding("dynvm.MatMulPackedB", bind_matmul_packed_b);
   register_binding("dynvm.Attention", bind_attention);
+  register_binding("dynvm.LstmCell", [](const BindContext& ctx) {
+    return kernel_binding(ctx, "LstmCell", "", present_inputs(ctx), [](const auto& t) {
+      std::optional<ops::TensorType> peepholes;
+      if (t.size() == 3) peepholes = t[2];
+      return ops::lstm_cell(t[0], t[1], peepholes);
+    });
+  });
+  register_binding("dynvm.GruCell", [](const BindContext& ctx) {
+    return kernel_binding(ctx, "GruCell", "", {0, 1, 2},
+                          [](const auto& t) { return ops::gru_cell(t[0], t[1], t[2]); });
+  });
   register_binding("Gemm", bind_gemm);
   register_binding("Conv", bind_conv);
   register_binding("ConvTranspose", bind_conv_transpose);

@@ -297,6 +297,11 @@ KernelBinding bind_range(const BindContext& ctx) {
 
 KernelBinding bind_gather(const BindContext& ctx, bool elements) {
   const int64_t axis = attr_int(ctx.attrs(), "axis", 0, ctx.where());
+  const size_t rank = ctx.input(0).type->dims.size();
+  if (!elements && rank >= 1 && (axis == 0 || axis == -static_cast<int64_t>(rank)) &&
+      ctx.input(1).type->dims.empty()) {
+    return view_binding(LoweringKind::kRowView);
+  }
   return kernel_binding(ctx, elements ? "GatherElements" : "Gather", "axis=" + std::to_string(axis),
                         {0, 1}, [=](const auto& t) {
                           return elements ? ops::gather_elements(t[0], t[1], axis)

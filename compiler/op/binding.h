@@ -8,6 +8,9 @@
 //            attribute-like constant — are not arguments);
 //   kView    output 0 is input 0's data under the output type's shape (Reshape, Squeeze,
 //            Unsqueeze, Flatten): no kernel, a zero-copy view;
+//   kRowView output 0 is row i along axis 0 of input 0, i the value of input 1 (a scalar
+//            integer tensor, read on the host): Gather along axis 0 with a scalar index (a
+//            loop's step reading its row of a sequence) as a zero-copy view;
 //   kAlias   output 0 is input 0 (Identity, Dropout at inference);
 //   kHost    the value is computed on the host by bytecode from dims and known values
 //            (Shape, Size, and shape arithmetic whose value type inference knows).
@@ -24,7 +27,7 @@
 
 namespace dynvm::compiler {
 
-enum class LoweringKind : uint8_t { kKernel, kView, kAlias, kHost };
+enum class LoweringKind : uint8_t { kKernel, kView, kRowView, kAlias, kHost };
 
 struct KernelBinding {
   LoweringKind kind = LoweringKind::kKernel;

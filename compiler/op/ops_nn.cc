@@ -323,6 +323,32 @@ Facts recurrent_op(OpContext& ctx, int outputs) {
   return out;
 }
 
+// dynvm.LstmCell(gates [batch, 4 h], c [batch, h], peepholes [3 h]?) -> h', c' and
+// dynvm.GruCell(xw [batch, 3 h], hr [batch, 3 h], h [batch, h]) -> h' (kernels/ops/recurrent.h;
+// compiler/passes/recurrent_*.cc make them): the state's type, once per output.
+Facts recurrent_cell_op(OpContext& ctx, int64_t blocks, std::vector<size_t> gates, size_t state,
+                        int outputs) {
+  const std::vector<Dim>& s = ctx.dims(state);
+  if (s.size() != 2 || !s[1].is_const()) ctx.fail("the state must be [batch, hidden]");
+  const int64_t hidden = s[1].value();
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    if (ctx.dtype(i) != ctx.dtype(state)) ctx.fail("operands have different dtypes");
+  }
+  for (size_t i : gates) {
+    const std::vector<Dim>& g = ctx.dims(i);
+    if (g.size() != 2 || !g[1].is_const() || g[1].value() != blocks * hidden) {
+      ctx.fail("gate inputs must be [batch, ", blocks, " * ", hidden, "]");
+    }
+  }
+  if (blocks == 4 && ctx.num_inputs() == 3) {
+    const std::vector<Dim>& p = ctx.dims(2);
+    if (p.size() != 1 || !p[0].is_const() || p[0].value() != 3 * hidden) {
+      ctx.fail("peepholes must be [3 * ", hidden, "]");
+    }
+  }
+  return Facts(static_cast<size_t>(outputs), tensor_facts(ctx.dtype(state), s));
+}
+
 // True when optional input i is given: present and not an empty tensor (exporters pass an
 // empty `scales` next to `sizes`).
 bool given(const OpContext& ctx, size_t i) {
@@ -481,6 +507,11 @@ void register_nn_ops() {
       {"GRU", ShapeRule::kFromInputDims, 3, 6, [](OpContext& c) { return recurrent_op(c, 2); }});
   register_op(
       {"RNN", ShapeRule::kFromInputDims, 3, 6, [](OpContext& c) { return recurrent_op(c, 2); }});
+  register_op({"dynvm.LstmCell", ShapeRule::kFromInputDims, 2, 3,
+               [](OpContext& c) { return recurrent_cell_op(c, 4, {0}, 1, 2); }});
+  register_op({"dynvm.GruCell", ShapeRule::kFromInputDims, 3, 3, [](OpContext& c) {
+                 return recurrent_cell_op(c, 3, {0, 1}, 2, 1);
+               }});
   register_op({"Resize", ShapeRule::kFromInputValues, 1, 5, resize_op});
   register_op(
       {"dynvm.ResizeOutputSizes", ShapeRule::kFromInputValues, 2, 2, resize_output_sizes_op});

@@ -174,6 +174,9 @@ class Placer : public ExprFunctor<Placed(const Expr&, const std::string&, uint64
       case LoweringKind::kAlias:
       case LoweringKind::kView:  // the same data, so the same device
         return Placed{{expr(e->operands.at(0), where).one()}};
+      case LoweringKind::kRowView:  // the same data; the row's index is read on the host
+        read(e->operands.at(1), vm::kCpu, where);
+        return Placed{{expr(e->operands.at(0), where).one()}};
       case LoweringKind::kHost:  // refused by lowering (its value is not known)
         return Placed{{vm::kCpu}};
       case LoweringKind::kKernel:

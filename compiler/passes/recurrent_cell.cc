@@ -129,10 +129,13 @@ Expr expand_cell(const Expr& e, const std::string& where, const Cell& cell) {
       initial.push_back(
           outer.bind(n, absent(in, i) ? call("Expand", {zero, zeros_shape}) : pick(given)));
     }
-    CellStep step_of = cell.prepare(outer, w);
+    PreparedCell prepared = cell.prepare(outer, w);
     // X Wt for every step at once ([seq, batch, gates * hidden]): one product with the
     // steps as rows, where each step multiplied its own [batch, input] row block.
     Expr xw_all = outer.bind(w.name("xw_all"), call("MatMul", {x, w.wt}));
+    if (prepared.xw_bias.defined()) {
+      xw_all = outer.bind(w.name("xw_all_b"), call("Add", {xw_all, prepared.xw_bias}));
+    }
     // A reverse scan reads the steps last first: reversed once here, step t reads row t (a
     // per-step index seq - 1 - t was an integer kernel of its own every step).
     if (reverse) {
@@ -152,7 +155,7 @@ Expr expand_cell(const Expr& e, const std::string& where, const Cell& cell) {
     body->params.insert(body->params.end(), states.begin(), states.end());
     Lets step;
     Expr xw = step.bind(w.name("xw"), call("Gather", {xw_all, t}, {{"axis", int64_t{0}}}));
-    std::vector<Expr> next = step_of(step, xw, states);
+    std::vector<Expr> next = prepared.step(step, xw, states);
     DYNVM_INTERNAL_CHECK(next.size() == states.size(), "expand_recurrent: step of ", cell.op);
     Expr y_t = next[0];
     if (lens.defined()) {

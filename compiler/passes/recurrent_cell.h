@@ -49,13 +49,20 @@ struct DirectionWeights {
 using CellStep =
     std::function<std::vector<Expr>(Lets& step, const Expr& xw, const std::vector<Expr>& states)>;
 
+// What a cell binds before the loop: its step, and the bias that x Wt takes for every step at
+// once (undefined: none), where a step would add it again each time.
+struct PreparedCell {
+  CellStep step;
+  Expr xw_bias;
+};
+
 struct Cell {
   const char* op;  // "LSTM", "GRU", "RNN"
   int64_t gates;   // blocks of `hidden` rows in W and R (4, 3, 1)
   int states;      // carried states, initial values from inputs 5 (initial_h) and 6 (initial_c)
   std::vector<std::string> activations;  // the defaults, for one direction
-  // Binds what the step needs before the loop (bias sums, weight slices); returns the step.
-  std::function<CellStep(Lets& outer, const DirectionWeights& w)> prepare;
+  // Binds what the step needs before the loop (bias sums, weight slices).
+  std::function<PreparedCell(Lets& outer, const DirectionWeights& w)> prepare;
 };
 
 // The node `e` as a Loop per direction. Refuses, with a UserError naming `where`: clip,

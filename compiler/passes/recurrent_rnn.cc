@@ -1,19 +1,20 @@
-// RNN's step (see recurrent_cell.h): h' = tanh(x_t Wt + h Rt (+ Wb + Rb)).
+// RNN's step (see recurrent_cell.h): h' = tanh(x_t Wt + h Rt (+ Wb + Rb, added to x Wt
+// before the loop)).
 #include "compiler/passes/recurrent_cell.h"
 
 namespace dynvm::compiler::recurrent {
 
 Expr expand_rnn(const Expr& e, const std::string& where) {
   Cell cell{"RNN", 1, 1, {"Tanh"}, nullptr};
-  cell.prepare = [](Lets& outer, const DirectionWeights& w) -> CellStep {
-    Expr bias;
-    if (w.wb.defined()) bias = outer.bind(w.name("bias"), call("Add", {w.wb, w.rb}));
-    return [w, bias](Lets& step, const Expr& xw, const std::vector<Expr>& s) {
+  cell.prepare = [](Lets& outer, const DirectionWeights& w) {
+    PreparedCell prepared;
+    if (w.wb.defined()) prepared.xw_bias = outer.bind(w.name("bias"), call("Add", {w.wb, w.rb}));
+    prepared.step = [w](Lets& step, const Expr& xw, const std::vector<Expr>& s) {
       Expr hr = step.bind(w.name("hr"), call("MatMul", {s[0], w.rt}));
       Expr pre = step.bind(w.name("pre"), call("Add", {hr, xw}));
-      if (bias.defined()) pre = step.bind(w.name("pre_b"), call("Add", {pre, bias}));
       return std::vector<Expr>{step.bind(w.name("h_next"), call("Tanh", {pre}))};
     };
+    return prepared;
   };
   return expand_cell(e, where, cell);
 }

@@ -503,19 +503,30 @@ TEST(EndToEndOnnx, IndicesOutOfRangeFailNamingTheNode) {
   auto i64s = [](std::vector<int64_t> v, vm::Shape shape) {
     return vm::Tensor::from_vector(v, std::move(shape), vm::DType::kInt64);
   };
-  std::vector<vm::Value> ok{f32s(3, 2), i64s({1, -2}, {2}), i64s({2, 1, 0, -1}, {2, 2})};
+  std::vector<vm::Value> ok{f32s(3, 2), i64s({1, -2}, {2}), i64s({2, 1, 0, -1}, {2, 2}),
+                            i64s({-1}, {})};
   std::vector<vm::Value> out = machine.run(ok);
-  // y = x[:, [1, 0]], z = [x[2, 1], x[0, 1]] for x = [[0, 1], [2, 3], [4, 5]].
+  // y = x[:, [1, 0]], z = [x[2, 1], x[0, 1]], w = x[-1] for x = [[0, 1], [2, 3], [4, 5]].
   const float want_y[] = {1, 0, 3, 2, 5, 4};
   for (int64_t e = 0; e < 6; ++e) EXPECT_EQ(out.at(0).as_tensor().data_as<float>()[e], want_y[e]);
   EXPECT_EQ(out.at(1).as_tensor().data_as<float>()[0], 5.0f);
   EXPECT_EQ(out.at(1).as_tensor().data_as<float>()[1], 1.0f);
-  std::vector<vm::Value> bad_column{ok[0], i64s({2}, {1}), ok[2]};
+  ASSERT_EQ(out.at(2).as_tensor().shape(), (vm::Shape{2}));
+  EXPECT_EQ(out.at(2).as_tensor().data_as<float>()[0], 4.0f);
+  EXPECT_EQ(out.at(2).as_tensor().data_as<float>()[1], 5.0f);
+  ok[3] = i64s({1}, {});
+  EXPECT_EQ(machine.run(ok).at(2).as_tensor().data_as<float>()[1], 3.0f);
+  std::vector<vm::Value> bad_column{ok[0], i64s({2}, {1}), ok[2], ok[3]};
   EXPECT_USER_ERROR(machine.run(bad_column),
                     "node 'pick_columns' (Gather, opset 13): an index is out of range for axis 1");
-  std::vector<vm::Value> bad_point{ok[0], ok[1], i64s({3, 0}, {1, 2})};
+  std::vector<vm::Value> bad_point{ok[0], ok[1], i64s({3, 0}, {1, 2}), ok[3]};
   EXPECT_USER_ERROR(machine.run(bad_point),
                     "node 'pick_points' (GatherND, opset 13): an index is out of range");
+  for (int64_t row : {3, -4}) {
+    std::vector<vm::Value> bad_row{ok[0], ok[1], ok[2], i64s({row}, {})};
+    EXPECT_USER_ERROR(machine.run(bad_row),
+                      "node 'pick_row' (Gather, opset 13): an index is out of range for axis 0");
+  }
 }
 
 // ---- vmc's command line ----

@@ -162,6 +162,24 @@ TEST_F(InterpreterTest, ReshapeMustKeepTheElementCount) {
   EXPECT_USER_ERROR(call(program_, "bad_reshape", {int64_t{5}}), "cannot reshape [2, 3]");
 }
 
+TEST_F(InterpreterTest, RowViewIsARowOfTheSameStorageCountingNegativesFromTheEnd) {
+  Tensor x = Tensor::from_vector(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11},
+                                 {3, 2, 2}, DType::kFloat32);
+  for (int64_t i : {0, 1, 2, -1, -3}) {
+    Tensor row = call(program_, "row_of", {x, i}).as_tensor();
+    const int64_t r = i < 0 ? i + 3 : i;
+    ASSERT_EQ(row.shape(), (Shape{2, 2}));
+    EXPECT_EQ(row.data(), x.data_as<float>() + 4 * r) << "row " << i << " is not a view";
+    for (int64_t k = 0; k < 4; ++k)
+      EXPECT_EQ(row.data_as<float>()[k], static_cast<float>(4 * r + k));
+  }
+  EXPECT_USER_ERROR(call(program_, "row_of", {x, int64_t{3}}),
+                    "index 3 is out of range for axis 0");
+  EXPECT_USER_ERROR(call(program_, "row_of", {x, int64_t{-4}}), "index -4 is out of range");
+  Tensor scalar = Tensor::from_vector(std::vector<float>{1}, {}, DType::kFloat32);
+  EXPECT_USER_ERROR(call(program_, "row_of", {scalar, int64_t{0}}), "row_view of a scalar");
+}
+
 std::vector<int64_t> intops(const std::shared_ptr<const Program>& p, int64_t a, int64_t b) {
   Value v = call(p, "intops", {a, b});
   std::vector<int64_t> out;
