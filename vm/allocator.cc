@@ -23,16 +23,19 @@ size_t PooledAllocator::size_class(size_t bytes) {
   return std::max(rounded, kTensorAlignment);
 }
 
+size_t PooledAllocator::class_index(size_t capacity) {
+  const size_t pow = std::bit_floor(capacity);
+  return 4 * static_cast<size_t>(std::countr_zero(pow) - 6) + (capacity / (pow / 4) - 4);
+}
+
 Block PooledAllocator::alloc(size_t bytes) {
   size_t capacity = size_class(bytes);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = by_class_.find(capacity);
-    if (it != by_class_.end() && !it->second.empty()) {
-      Lru::iterator entry = it->second.back();
-      it->second.pop_back();
-      void* ptr = entry->ptr;
-      lru_.erase(entry);
+    std::vector<Cached>& same_class = free_[class_index(capacity)];
+    if (!same_class.empty()) {
+      void* ptr = same_class.back().ptr;
+      same_class.pop_back();
       stats_.cached_bytes -= capacity;
       stats_.live_bytes += capacity;
       ++stats_.reuses;
@@ -64,20 +67,28 @@ void PooledAllocator::free(Block block) {
     return;
   }
   evict_to(max_cached_bytes_ - block.capacity);
-  lru_.push_front(Cached{block.ptr, block.capacity});
-  by_class_[block.capacity].push_back(lru_.begin());
+  free_[class_index(block.capacity)].push_back(Cached{block.ptr, frees_++});
   stats_.cached_bytes += block.capacity;
 }
 
 void PooledAllocator::evict_to(size_t limit) {
-  while (stats_.cached_bytes > limit && !lru_.empty()) {
-    Lru::iterator oldest = std::prev(lru_.end());
-    auto& same_class = by_class_[oldest->capacity];
-    same_class.erase(std::find(same_class.begin(), same_class.end(), oldest));
-    stats_.cached_bytes -= oldest->capacity;
+  while (stats_.cached_bytes > limit) {
+    std::vector<Cached>* oldest = nullptr;
+    size_t oldest_class = 0;
+    for (size_t k = 0; k < kNumClasses; ++k) {
+      if (!free_[k].empty() &&
+          (oldest == nullptr || free_[k].front().freed < oldest->front().freed)) {
+        oldest = &free_[k];
+        oldest_class = k;
+      }
+    }
+    if (oldest == nullptr) return;
+    // The class's capacity from its index (class_index inverted).
+    const size_t pow = size_t{64} << (oldest_class / 4);
+    stats_.cached_bytes -= pow + (oldest_class % 4) * (pow / 4);
     ++stats_.evictions;
-    api_.free(oldest->ptr);
-    lru_.erase(oldest);
+    api_.free(oldest->front().ptr);
+    oldest->erase(oldest->begin());
   }
 }
 
@@ -113,9 +124,7 @@ size_t default_cache_bytes() {
   return size_t{512} << 20;
 }
 
-}  // namespace
-
-PooledAllocator& device_allocator(Device device) {
+PooledAllocator& find_or_make_pool(Device device) {
   static std::mutex mu;
   // Never destroyed: tensors held in static objects may be freed during exit.
   static auto* pools = new std::map<std::pair<int, int>, PooledAllocator*>();
@@ -127,6 +136,17 @@ PooledAllocator& device_allocator(Device device) {
   auto* pool = new PooledAllocator(device, api, default_cache_bytes());
   pools->emplace(key, pool);
   return *pool;
+}
+
+}  // namespace
+
+PooledAllocator& device_allocator(Device device) {
+  // The host's pool without the lock and the lookup: every host tensor asks for it.
+  if (device.type == DeviceType::kCPU && device.id == 0) {
+    static PooledAllocator& cpu = find_or_make_pool(device);
+    return cpu;
+  }
+  return find_or_make_pool(device);
 }
 
 }  // namespace dynvm::vm

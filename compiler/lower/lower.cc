@@ -362,9 +362,14 @@ class FunctionLowering : public ExprFunctor<Regs(const Expr&, const std::string&
       case LoweringKind::kRowView: {
         uint32_t source = operand(0);
         const Expr& i = e->operands[1];
-        uint32_t index = i.kind() == ExprKind::kVar && int_vars_.count(i->var_id)
-                             ? operand(1)
-                             : load_scalar(read_on(i, operand(1), vm::kCpu));
+        uint32_t index;
+        if (i.kind() == ExprKind::kConstant && i->value.dtype() == vm::DType::kInt64) {
+          index = imm(i->value.data_as<int64_t>()[0]);
+        } else if (i.kind() == ExprKind::kVar && int_vars_.count(i->var_id)) {
+          index = operand(1);
+        } else {
+          index = load_scalar(read_on(i, operand(1), vm::kCpu));
+        }
         uint32_t r = next_reg_++;
         code_.push_back({vm::Opcode::RowView, {r, source, index}});
         return Regs{{r}, false};
@@ -587,18 +592,18 @@ class FunctionLowering : public ExprFunctor<Regs(const Expr&, const std::string&
     const size_t branch_at = code_.size();
     code_.push_back({vm::Opcode::If, {cond, 0, 0}});
     // Shape registers computed in one branch are not valid in the other or after.
-    shapes_.clear_cache();
+    const ShapeCode::Saved before = shapes_.save();
     code_[branch_at].args[1] = static_cast<int64_t>(code_.size());
     Regs then_value = copied_for_join(expr(e->operands[1], where), join ? &join->first : nullptr);
     Regs result = fresh_like(then_value);
     move_all(then_value, result);
     const size_t goto_at = code_.size();
     code_.push_back({vm::Opcode::Goto, {0}});
-    shapes_.clear_cache();
+    shapes_.restore(before);
     code_[branch_at].args[2] = static_cast<int64_t>(code_.size());
     Regs else_value = copied_for_join(expr(e->operands[2], where), join ? &join->second : nullptr);
     move_all(else_value, result);
-    shapes_.clear_cache();
+    shapes_.restore(before);
     code_[goto_at].args[0] = static_cast<int64_t>(code_.size());
     return result;
   }
@@ -687,17 +692,22 @@ class FunctionLowering : public ExprFunctor<Regs(const Expr&, const std::string&
       collected.push_back(r);
     }
     uint32_t i = imm(0), one = imm(1);
-    shapes_.clear_cache();
+    // Shape registers computed in the body are not valid after the loop (it may not run).
+    const ShapeCode::Saved before_loop = shapes_.save();
     const size_t head = code_.size();
-    uint32_t in_range = next_reg_++, go = next_reg_++;
+    const LoopParamUses uses(body);
+    uint32_t in_range = next_reg_++, go = in_range;
     code_.push_back(
         {vm::Opcode::CmpI, {in_range, static_cast<int64_t>(vm::CmpKind::kLt), i, max_trip}});
-    code_.push_back({vm::Opcode::MinI, {go, in_range, cond}});  // both are 0 or 1 (cond != 0)
+    // Without a condition input, a body that passes the condition through keeps it 1.
+    if (loop_cond(e).defined() || !uses.go_passed_through()) {
+      go = next_reg_++;
+      code_.push_back({vm::Opcode::MinI, {go, in_range, cond}});  // both are 0 or 1 (cond != 0)
+    }
     const size_t branch = code_.size();
     code_.push_back({vm::Opcode::If, {go, static_cast<int64_t>(code_.size() + 1), 0}});
     // The body: parameters bound to this iteration's values (the number and the condition
     // as integer registers where the body only needs those, LoopParamUses).
-    const LoopParamUses uses(body);
     const uint64_t t_var = body.params[0]->var_id, go_var = body.params[1]->var_id;
     if (uses.t_only_indexes_rows()) {
       values_[t_var] = Regs{{i}, false};
@@ -743,7 +753,7 @@ class FunctionLowering : public ExprFunctor<Regs(const Expr&, const std::string&
     code_.push_back({vm::Opcode::AddI, {i, i, one}});
     code_.push_back({vm::Opcode::Goto, {static_cast<int64_t>(head)}});
     code_[branch].args[2] = static_cast<int64_t>(code_.size());
-    shapes_.clear_cache();
+    shapes_.restore(before_loop);
 
     Regs result{carried, true};
     const Type& loop_type = e.type();

@@ -24,7 +24,7 @@ class ShapeCode {
   // Materializes a variable nobody bound: emits the instructions that read it (a run-time
   // value's element, a result's dim) and returns their register, or nullopt when the
   // variable is unknown. What it emits is valid where it is emitted, so it is cached like a
-  // computed subexpression (forgotten at clear_cache).
+  // computed subexpression (scoped by save / restore).
   using Resolver = std::function<std::optional<uint32_t>(const arith::Var&)>;
   void set_resolver(Resolver r) { resolve_ = std::move(r); }
 
@@ -40,11 +40,17 @@ class ShapeCode {
   // cached like the subexpressions: the outputs of one shape in a block share one.
   uint32_t emit_shape(const std::vector<int64_t>& dim_registers);
 
-  // Forgets computed subexpressions and shapes (their registers are not valid after a
-  // branch).
-  void clear_cache() {
-    cache_.clear();
-    shapes_.clear();
+  // The computed subexpressions and shapes, to go back to after an If branch or a Loop body:
+  // what was computed before it is valid in it (those registers dominate it, and a Loop
+  // keeps them live around its back edge), what it computed is not valid past it.
+  struct Saved {
+    std::unordered_map<size_t, std::vector<std::pair<arith::Expr, uint32_t>>> cache;
+    std::map<std::vector<int64_t>, uint32_t> shapes;
+  };
+  Saved save() const { return Saved{cache_, shapes_}; }
+  void restore(const Saved& saved) {
+    cache_ = saved.cache;
+    shapes_ = saved.shapes;
   }
 
  private:

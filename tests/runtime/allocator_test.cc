@@ -58,6 +58,38 @@ TEST(PooledAllocator, CachedBytesStayBoundedWhenShapesVary) {
   EXPECT_EQ(pool.stats().cached_bytes, 0u);
 }
 
+TEST(PooledAllocator, EvictionGivesBackTheLeastRecentlyFreedBlockFirst) {
+  PooledAllocator pool(kCpu, DeviceAPI::get(kCpu), 3000);
+  Block a = pool.alloc(1000), b = pool.alloc(1500), c = pool.alloc(1000);  // 1024, 1536, 1024
+  void* b_ptr = b.ptr;
+  void* c_ptr = c.ptr;
+  pool.free(a);
+  pool.free(b);
+  pool.free(c);  // 3584 bytes would be cached: a, the oldest, goes
+  PoolStats s = pool.stats();
+  EXPECT_EQ(s.evictions, 1u);
+  EXPECT_EQ(s.cached_bytes, 2560u);
+  Block again = pool.alloc(1000);
+  EXPECT_EQ(again.ptr, c_ptr);
+  Block wide = pool.alloc(1400);  // 1536's class
+  EXPECT_EQ(wide.ptr, b_ptr);
+  EXPECT_EQ(pool.stats().cached_bytes, 0u);
+  pool.free(again);
+  pool.free(wide);
+  // Sizes far apart (64 bytes to 256 MiB) each come back from their own class.
+  PooledAllocator big(kCpu, DeviceAPI::get(kCpu), size_t{2} << 30);
+  for (size_t bytes : {size_t{1}, size_t{100}, size_t{5000}, size_t{1} << 28}) {
+    Block x = big.alloc(bytes);
+    void* ptr = x.ptr;
+    big.free(x);
+    Block y = big.alloc(bytes);
+    EXPECT_EQ(y.ptr, ptr) << bytes;
+    big.free(y);
+  }
+  big.release_cached();
+  EXPECT_EQ(big.stats().cached_bytes, 0u);
+}
+
 TEST(PooledAllocator, BlocksLargerThanTheCacheGoStraightBack) {
   PooledAllocator pool(kCpu, DeviceAPI::get(kCpu), 4096);
   Block b = pool.alloc(1 << 20);
