@@ -20,8 +20,9 @@ namespace dynvm::serializer {
 // minor (its unknown sections and trailing fields are skipped).
 inline constexpr uint16_t kFormatMajor = 1;
 // 1.3: sequence and optional signatures; 1.4: each kernel's schedule note (tuned knobs);
-// 1.5: the dispatch condition "a dim equals another argument's dim" (kind 3)
-inline constexpr uint16_t kFormatMinor = 5;
+// 1.5: the dispatch condition "a dim equals another argument's dim" (kind 3); 1.6: the
+// opcode row_view
+inline constexpr uint16_t kFormatMinor = 6;
 
 struct WriteOptions {
   // Tests write older minors to check that they still load; must be <= kFormatMinor.

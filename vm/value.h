@@ -54,7 +54,20 @@ class Value {
   // False, and nothing changed, when it is shared or not a tuple.
   bool append_in_place(const Value& v);
 
-  void reset() { v_ = std::monostate{}; }
+  // Integer registers are written by every step of shape arithmetic: in place when the
+  // register holds an integer already.
+  Value& operator=(int64_t i) {
+    if (int64_t* p = std::get_if<int64_t>(&v_)) {
+      *p = i;
+    } else {
+      v_.emplace<int64_t>(i);
+    }
+    return *this;
+  }
+
+  void reset() {
+    if (v_.index() != 0) v_.emplace<std::monostate>();
+  }
   std::string summary() const;  // "tensor f32 [2, 3]", "int 7", ...
 
  private:

@@ -44,7 +44,7 @@ namespace fs = std::filesystem;
 constexpr double kRtol = 1e-3;
 constexpr double kAtol = 1e-5;
 #if defined(__SANITIZE_ADDRESS__)
-constexpr size_t kSanitizedStride = 8;
+constexpr size_t kSanitizedStride = 16;
 #else
 constexpr size_t kSanitizedStride = 1;
 #endif
