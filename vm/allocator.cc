@@ -67,25 +67,21 @@ void PooledAllocator::free(Block block) {
     return;
   }
   evict_to(max_cached_bytes_ - block.capacity);
-  free_[class_index(block.capacity)].push_back(Cached{block.ptr, frees_++});
+  free_[class_index(block.capacity)].push_back(Cached{block.ptr, block.capacity, frees_++});
   stats_.cached_bytes += block.capacity;
 }
 
 void PooledAllocator::evict_to(size_t limit) {
   while (stats_.cached_bytes > limit) {
     std::vector<Cached>* oldest = nullptr;
-    size_t oldest_class = 0;
-    for (size_t k = 0; k < kNumClasses; ++k) {
-      if (!free_[k].empty() &&
-          (oldest == nullptr || free_[k].front().freed < oldest->front().freed)) {
-        oldest = &free_[k];
-        oldest_class = k;
+    for (std::vector<Cached>& same_class : free_) {
+      if (!same_class.empty() &&
+          (oldest == nullptr || same_class.front().freed < oldest->front().freed)) {
+        oldest = &same_class;
       }
     }
     if (oldest == nullptr) return;
-    // The class's capacity from its index (class_index inverted).
-    const size_t pow = size_t{64} << (oldest_class / 4);
-    stats_.cached_bytes -= pow + (oldest_class % 4) * (pow / 4);
+    stats_.cached_bytes -= oldest->front().capacity;
     ++stats_.evictions;
     api_.free(oldest->front().ptr);
     oldest->erase(oldest->begin());

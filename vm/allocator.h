@@ -67,6 +67,7 @@ class PooledAllocator final : public Allocator {
  private:
   struct Cached {
     void* ptr;
+    size_t capacity;
     uint64_t freed;  // when, in frees: larger is more recent
   };
   // Four classes per power of two from 64 bytes: 4 * 58 cover every size_t.
