@@ -190,6 +190,15 @@ std::vector<ConvCase> cases() {
        true,
        {{2, 2}, {1, 1, 1, 1}, {}, 7, {}},
        {}},
+      // Stride 3 along a static width: the padded rows split in three phases, taps 5 wide
+      // (phase and offset per tap), asymmetric pads, a symbolic height; non-default knobs.
+      {"conv2d_depthwise_s3_k5_phases",
+       false,
+       TensorType{kF32, {kN, 5, kH, 23}},
+       {5, 1, 5, 5},
+       true,
+       {{3, 3}, {2, 1, 0, 2}, {}, 5, {}},
+       {{"oc_block", 2}, {"oh_block", 4}, {"ow_block", 8}}},
       {"conv2d_depthwise_mult2_sym",
        false,
        sym2(3),
@@ -398,11 +407,14 @@ TEST(Convolutions, KnobsChangeTheScheduleNotTheValues) {
 }
 
 TEST(Convolutions, DilationGroupsAndDepthwise) {
-  OpLibrary lib =
-      library({"conv2d_dil2_groups2", "conv2d_depthwise_s2", "conv2d_depthwise_mult2_sym"});
+  OpLibrary lib = library({"conv2d_dil2_groups2", "conv2d_depthwise_s2",
+                           "conv2d_depthwise_s3_k5_phases", "conv2d_depthwise_mult2_sym"});
   std::mt19937 rng(23);
   check(lib, "conv2d_dil2_groups2", {2, 4, 9, 11}, rng);
   check(lib, "conv2d_depthwise_s2", {1, 7, 17, 17}, rng);
+  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 5, 4, 23}, {2, 5, 13, 23}}) {
+    check(lib, "conv2d_depthwise_s3_k5_phases", s, rng);
+  }
   for (const vm::Shape& s : std::vector<vm::Shape>{{1, 3, 1, 1}, {2, 3, 7, 17}}) {
     check(lib, "conv2d_depthwise_mult2_sym", s, rng);
   }
