@@ -15,25 +15,81 @@ threads), each keeping its best round's median. Ratios below 1: the first is fas
                                    [--cost-model KEY=FILE]...
 """
 import argparse
+import itertools
+import json
 import os
+import re
+import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dynamic_vs_static import (MODELS, ROOT, best, fmt, ort_median, run,  # noqa: E402
-                               scalar_file, vmrun_median)
+from dynamic_vs_static import MODELS, ROOT, scalar_file  # noqa: E402
 
 
 def tuning_runs(sizes, tmp):
-    """vmtune arguments for the table's sizes: one run per set of fixed input values (a
-    sample rate), each with its --input files and its --sizes."""
-    runs = {}
-    for _, shapes, fixed in sizes:
-        key = tuple(sorted(fixed.items()))
-        spec = ";".join(f"{n}={'x'.join(map(str, s))}" for n, s in shapes.items())
-        runs.setdefault(key, []).extend(["--sizes", spec])
-    return [[x for name, value in key for x in ("--input", f"{name}={scalar_file(tmp, value)}")]
-            + args for key, args in runs.items()]
+    """vmtune arguments for a MODELS entry's sizes: one run per set of fixed input values (a
+    sample rate), each with its --input files and its --sizes specs."""
+    return [[x for name, value in sorted(fixed.items())
+             for x in ("--input", f"{name}={scalar_file(tmp, value)}")]
+            + [x for spec in specs for x in ("--sizes", spec)] for specs, fixed in sizes]
+
+
+def expand(spec):
+    """The concrete sizes of a --sizes spec ('x=1x3x48x{100,320}', inputs split by ';', each
+    {..} group multiplying) as (label, {input: [dims]})."""
+    groups = re.findall(r"\{([^}]*)\}", spec)
+    out = []
+    for values in itertools.product(*[g.split(",") for g in groups]):
+        it = iter(values)
+        label = re.sub(r"\{[^}]*\}", lambda _: next(it), spec)
+        shapes = {}
+        for part in label.split(";"):
+            name, dims = part.split("=", 1)
+            shapes[name] = [int(d) for d in dims.split("x")]
+        out.append((label, shapes))
+    return out
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    return p.returncode, p.stdout, p.stderr.strip()
+
+
+def vmrun_median(build, exe, shapes, fixed, tmp, threads, repeat):
+    args = []
+    for name, shape in shapes.items():
+        args += ["--input", f"{name}={'x'.join(map(str, shape))}:f32"]
+    for name, value in fixed.items():
+        args += ["--input", f"{name}={scalar_file(tmp, value)}"]
+    rc, out, err = run([f"{build}/tools/vmrun", exe, "--repeat", str(repeat),
+                        "--threads", str(threads)] + args)
+    if rc != 0:
+        return None, err
+    return float(re.search(r"median ([0-9.]+) ms", out).group(1)), None
+
+
+def ort_median(ort, model, shapes, fixed, threads, repeat):
+    if not ort:
+        return None
+    args = []
+    for name, shape in shapes.items():
+        args += ["--input", f"{name}={'x'.join(map(str, shape))}:float32"]
+    for name, value in fixed.items():
+        args += ["--input", f"{name}=scalar:int64=fill:{value}"]
+    rc, out, _ = run(["node", ort, model, "--threads", str(threads), "--iters", str(repeat),
+                      "--warmup", "3"] + args)
+    if rc != 0:
+        return None
+    return json.loads(out.strip().splitlines()[-1])["median_ms"]
+
+
+def best(a, b):
+    return b if a is None else a if b is None else min(a, b)
+
+
+def fmt(v, spec=".3f"):
+    return format(v, spec) if v is not None else "—"
 
 
 def main():
@@ -89,7 +145,8 @@ def main():
                 break
         if exes is None:
             continue
-        for label, shapes, fixed in sizes:
+        for label, shapes, fixed in [(label, shapes, fixed) for specs, fixed in sizes
+                                     for spec in specs for label, shapes in expand(spec)]:
             t = {"default": None, "ranked": None, "tuned": None, "ort": None}
             for _ in range(a.rounds):
                 for kind, _ in kinds:
