@@ -54,14 +54,10 @@ class Value {
   // False, and nothing changed, when it is shared or not a tuple.
   bool append_in_place(const Value& v);
 
-  // Integer registers are written by every step of shape arithmetic: in place when the
-  // register holds an integer already.
+  // Integer registers are written by every step of shape arithmetic: straight into the
+  // variant (in place when it holds an integer already), no temporary Value.
   Value& operator=(int64_t i) {
-    if (int64_t* p = std::get_if<int64_t>(&v_)) {
-      *p = i;
-    } else {
-      v_.emplace<int64_t>(i);
-    }
+    v_ = i;
     return *this;
   }
 

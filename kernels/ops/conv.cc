@@ -595,20 +595,21 @@ OpInstance conv_with(const TensorType& x, const TensorType& w,
   // 240 at 28x28 92 -> 50, 672 at 14x14 76 -> 41. Over a symbolic width the copy's tails
   // (one per row and phase, their bounds symbolic) cost more than the permutes saved
   // (247 -> 269 us at 112x112), so those keep the strided reads.
-  const int64_t phases = win.strides.back();
+  const int64_t sw = win.strides.back();
   const bool split_phases =
-      pad_per_rows && phases >= 2 && win.dilations.back() == 1 && x.shape.back().is_int_imm();
-  TensorRef P = pad_spatial(
-      X, win, 0.0, split_phases ? arith::simplify(extra_input + (phases - 1)) : extra_input);
+      pad_per_rows && sw >= 2 && win.dilations.back() == 1 && x.shape.back().is_int_imm();
+  TensorRef P = pad_spatial(X, win, 0.0,
+                            split_phases ? arith::simplify(extra_input + (sw - 1)) : extra_input);
   TensorRef Q;  // P by width phase, or null
   if (split_phases) {
+    // P reaches s - 1 columns past the padded width: every phase gets ceil(width / s).
     std::vector<arith::Expr> q_shape = P->shape();
-    const arith::Expr padded_width = arith::simplify(q_shape.back() - (phases - 1));
-    q_shape.back() = arith::make_int(phases);
-    q_shape.push_back(arith::simplify(arith::floordiv(padded_width + (phases - 1), phases)));
+    const arith::Expr columns = arith::simplify(arith::floordiv(q_shape.back(), sw));
+    q_shape.back() = arith::make_int(sw);
+    q_shape.push_back(columns);
     Q = te::compute("PadPhases", q_shape, [&](const Indices& i) {
       std::vector<arith::Expr> idx(i.begin(), i.end() - 2);
-      idx.push_back(i.back() * phases + i[i.size() - 2]);
+      idx.push_back(i.back() * sw + i[i.size() - 2]);
       return te::read(P, idx);
     });
   }
@@ -626,8 +627,8 @@ OpInstance conv_with(const TensorType& x, const TensorType& w,
     for (size_t d = 0; d < g.rank; ++d) {
       const arith::Var& tap = rk[d].var;
       if (Q && d + 1 == g.rank) {
-        xi.push_back(arith::floormod(tap, phases));
-        xi.push_back(i[2 + d] + arith::floordiv(tap, phases));
+        xi.push_back(arith::floormod(tap, sw));
+        xi.push_back(i[2 + d] + arith::floordiv(tap, sw));
       } else {
         xi.push_back(i[2 + d] * win.strides[d] + tap * win.dilations[d]);
       }
