@@ -12,6 +12,7 @@
 #include "compiler/lower/generate_kernels.h"
 #include "compiler/lower/insert_frees.h"
 #include "compiler/lower/plan_memory.h"
+#include "compiler/passes/block_channels.h"
 #include "compiler/passes/dce.h"
 #include "compiler/passes/expand_recurrent.h"
 #include "compiler/passes/fold_batch_norm.h"
@@ -97,6 +98,10 @@ constexpr Step kSteps[] = {
      [](Compilation& c, const CompileOptions&) { return graph(c, fold_constants(c.typed)); }},
     {"fold_batch_norm", Form::kGraph,
      [](Compilation& c, const CompileOptions&) { return graph(c, fold_batch_norm(c.typed)); }},
+    {"block_channels", Form::kGraph,
+     [](Compilation& c, const CompileOptions& o) {
+       return o.block_channels ? graph(c, block_channels(c.typed)) : skipped("--no-block-channels");
+     }},
     {"pack_weights", Form::kGraph,
      [](Compilation& c, const CompileOptions&) { return graph(c, pack_weights(c.typed)); }},
     {"dce", Form::kGraph,

@@ -10,6 +10,8 @@
 //     simplify          identities bypassed, data-movement chains shortened, dims canonical
 //     fold_constants    all-constant calls evaluated
 //     fold_batch_norm   BatchNormalization folded into the Conv that feeds it, else a Mul + Add
+//     block_channels    depthwise-separable chains in the channel-blocked layout
+//                       (--no-block-channels skips it)
 //     pack_weights      MatMul's constant B packed into column panels
 //     dce               dead lets and unreachable functions removed
 //     fuse_attention    MatMul -> scale -> mask -> Softmax -> MatMul as one dynvm.Attention
@@ -47,6 +49,8 @@ struct CompileOptions {
   std::map<std::string, std::vector<int64_t>> dim_versions;
   // fuse_ops (vmc --no-fuse turns it off, to measure what fusion gains).
   bool fuse = true;
+  // block_channels (vmc --no-block-channels turns it off, to measure the layout).
+  bool block_channels = true;
   // The lowering steps' options: target, kernel device, --specialize sizes, memory
   // planning, kernel compilation progress.
   LowerOptions lower;

@@ -13,6 +13,7 @@
 #include "kernels/ops/attention.h"
 #include "kernels/ops/batch_norm.h"
 #include "kernels/ops/conv.h"
+#include "kernels/ops/conv_blocked.h"
 #include "kernels/ops/cumsum.h"
 #include "kernels/ops/matmul.h"
 #include "kernels/ops/matmul_nd.h"
@@ -144,6 +145,23 @@ KernelBinding bind_conv(const BindContext& ctx) {
     std::optional<ops::TensorType> bias;
     if (t.size() == 3) bias = t[2];
     return ops::conv(t[0], t[1], bias, a);
+  });
+}
+
+// The channel-blocked layout's ops (compiler/passes/block_channels).
+KernelBinding bind_conv_blocked(const BindContext& ctx) {
+  ops::BlockedConvAttrs attrs;
+  attrs.kernel = attr_ints(ctx.attrs(), "kernel_shape", {}, ctx.where());
+  attrs.strides = attr_ints(ctx.attrs(), "strides", {}, ctx.where());
+  attrs.pads = attr_ints(ctx.attrs(), "pads", {}, ctx.where());
+  attrs.dilations = attr_ints(ctx.attrs(), "dilations", {}, ctx.where());
+  attrs.depthwise = attr_int(ctx.attrs(), "depthwise", 0, ctx.where()) != 0;
+  std::string parts =
+      "kernel=" + key_ints(attrs.kernel) + ";" + window_key(ctx) + key_int(ctx, "depthwise", 0);
+  return kernel_binding(ctx, "ConvBlocked", parts, present_inputs(ctx), [attrs](const auto& t) {
+    std::optional<ops::TensorType> bias;
+    if (t.size() == 3) bias = t[2];
+    return ops::conv_blocked(t[0], t[1], bias, attrs);
   });
 }
 
@@ -435,6 +453,16 @@ void register_nn_bindings() {
   });
   register_binding("Gemm", bind_gemm);
   register_binding("Conv", bind_conv);
+  register_binding("dynvm.ConvBlocked", bind_conv_blocked);
+  register_binding("dynvm.ToBlocked", [](const BindContext& ctx) {
+    return kernel_binding(ctx, "ToBlocked", "", {0},
+                          [](const auto& t) { return ops::to_blocked(t[0]); });
+  });
+  register_binding("dynvm.FromBlocked", [](const BindContext& ctx) {
+    const int64_t channels = attr_int(ctx.attrs(), "channels", 0, ctx.where());
+    return kernel_binding(ctx, "FromBlocked", key_int(ctx, "channels", 0), {0},
+                          [channels](const auto& t) { return ops::from_blocked(t[0], channels); });
+  });
   register_binding("ConvTranspose", bind_conv_transpose);
   register_binding("MaxPool", [](const BindContext& ctx) { return bind_pool(ctx, true); });
   register_binding("AveragePool", [](const BindContext& ctx) { return bind_pool(ctx, false); });

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "compiler/op/families.h"
+#include "kernels/ops/conv_blocked.h"
 #include "vm/error.h"
 
 namespace dynvm::compiler {
@@ -192,6 +193,47 @@ Facts matmul_packed_b_op(OpContext& ctx) {
   if (out.size() < 2 || ctx.dims(1).size() != 3) ctx.fail("A must have rank >= 2, Bp rank 3");
   if (ctx.dtype(0) != ctx.dtype(1)) ctx.fail("operands have different dtypes");
   out.back() = Dim(ctx.attr_int("n", 0));
+  return {tensor_facts(ctx.dtype(0), out)};
+}
+
+// The channel-blocked layout of compiler/passes/block_channels (kernels/ops/conv_blocked.h):
+// dynvm.ToBlocked(X [N, C, H, W]) -> [N, ceil(C/16), H, W, 16]; dynvm.FromBlocked(Xb)
+// {channels} -> [N, channels, H, W]; dynvm.ConvBlocked(Xb, W[, B]) {kernel_shape, strides,
+// pads, dilations, depthwise, channels} -> [N, ceil(channels/16), OH, OW, 16].
+Facts to_blocked_op(OpContext& ctx) {
+  const std::vector<Dim>& x = ctx.dims(0);
+  if (x.size() != 4 || !x[1].is_const()) ctx.fail("X must be [N, C, H, W] with a static C");
+  return {tensor_facts(ctx.dtype(0), {x[0], Dim(ops::channel_blocks(x[1].value())), x[2], x[3],
+                                      Dim(ops::kChannelBlock)})};
+}
+
+std::vector<Dim> blocked_input(OpContext& ctx) {
+  const std::vector<Dim>& x = ctx.dims(0);
+  if (x.size() != 5 || !x[4].is_const() || x[4].value() != ops::kChannelBlock) {
+    ctx.fail("X must be [N, channel blocks, H, W, ", ops::kChannelBlock, "]");
+  }
+  return x;
+}
+
+Facts from_blocked_op(OpContext& ctx) {
+  const std::vector<Dim> x = blocked_input(ctx);
+  const int64_t channels = ctx.attr_int("channels", 0);
+  if (!x[1].is_const() || ops::channel_blocks(channels) != x[1].value() || channels < 1) {
+    ctx.fail(channels, " channels do not fill the input's blocks");
+  }
+  return {tensor_facts(ctx.dtype(0), {x[0], Dim(channels), x[2], x[3]})};
+}
+
+Facts conv_blocked_op(OpContext& ctx) {
+  const std::vector<Dim> x = blocked_input(ctx);
+  const int64_t channels = ctx.attr_int("channels", 0);
+  if (channels < 1) ctx.fail("channels must be positive");
+  std::vector<Dim> out{x[0], Dim(ops::channel_blocks(channels))};
+  const std::vector<Dim> nchw{x[0], x[1], x[2], x[3]};
+  for (const Dim& d : window_dims(ctx, nchw, ctx.attr_ints("kernel_shape", {}), false)) {
+    out.push_back(d);
+  }
+  out.push_back(Dim(ops::kChannelBlock));
   return {tensor_facts(ctx.dtype(0), out)};
 }
 
@@ -488,6 +530,9 @@ void register_nn_ops() {
   register_op({"dynvm.MatMulPackedB", ShapeRule::kFromInputDims, 2, 2, matmul_packed_b_op});
   register_op({"Gemm", ShapeRule::kFromInputDims, 2, 3, gemm_op});
   register_op({"dynvm.Attention", ShapeRule::kFromInputDims, 3, 4, attention_op});
+  register_op({"dynvm.ToBlocked", ShapeRule::kFromInputDims, 1, 1, to_blocked_op});
+  register_op({"dynvm.FromBlocked", ShapeRule::kFromInputDims, 1, 1, from_blocked_op});
+  register_op({"dynvm.ConvBlocked", ShapeRule::kFromInputDims, 2, 3, conv_blocked_op});
   for (const char* op :
        {"ReduceL1", "ReduceL2", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin",
         "ReduceProd", "ReduceSum", "ReduceSumSquare", "ReduceLogSum"}) {

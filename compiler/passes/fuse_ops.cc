@@ -121,8 +121,12 @@ class Fuser : public ExprMutator {
   uint8_t role(const Let& let) {
     const Expr& e = let.value;
     if (e.kind() != ExprKind::kCall || !e.type().is_tensor()) return kNone;
-    // dynvm's own ops check or compute shapes, except pack_weights' matmul.
-    if (e->name.rfind("dynvm.", 0) == 0 && e->name != "dynvm.MatMulPackedB") return kNone;
+    // dynvm's own ops check or compute shapes, except pack_weights' matmul and
+    // block_channels' conv.
+    if (e->name.rfind("dynvm.", 0) == 0 && e->name != "dynvm.MatMulPackedB" &&
+        e->name != "dynvm.ConvBlocked") {
+      return kNone;
+    }
     auto known = typed_.facts.find(let.var->var_id);
     if (known != typed_.facts.end() && known->second.value) return kNone;  // a host value
     if (typed_.checks.count(let.var->var_id) != 0) return kNone;           // checked before it runs

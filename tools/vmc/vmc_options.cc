@@ -73,6 +73,8 @@ options:
   --no-cost-model        kernels without a tuning record keep their template's default
                          schedule (to measure what the cost model's ranking gains)
   --no-fuse              compile every operator as its own kernel (to measure fusion)
+  --no-block-channels    keep depthwise-separable convs in NCHW (to measure the
+                         channel-blocked layout)
   --no-plan-memory       allocate every kernel output on its own (to measure planning)
   --dump-ir after:STEP   print the IR after a step (the graph, the placement or the
                          bytecode): )" +
@@ -105,6 +107,8 @@ Options parse_options(int argc, const char* const* argv) {
       o.tuning_log = value(i, a);
     } else if (a == "--no-fuse") {
       o.compile.fuse = false;
+    } else if (a == "--no-block-channels") {
+      o.compile.block_channels = false;
     } else if (a == "--cost-model") {
       o.cost_model = value(i, a);
     } else if (a == "--no-cost-model") {

@@ -1,0 +1,350 @@
+// Depthwise-separable conv chains in the channel-blocked layout (see block_channels.h).
+#include "compiler/passes/block_channels.h"
+
+#include <algorithm>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "compiler/ir/functor.h"
+#include "kernels/ops/conv_blocked.h"
+
+namespace dynvm::compiler {
+namespace {
+
+constexpr int64_t kBlock = ops::kChannelBlock;
+// Fewer channels would waste most of every vector on the padded lanes.
+constexpr int64_t kMinChannels = 8;
+
+// Elementwise ops that map finite values to finite values: the padded lanes stay finite, so
+// the zero weights of the next conv cancel them (0 * inf would not).
+const std::unordered_set<std::string>& finite_elementwise() {
+  static const std::unordered_set<std::string> ops{
+      "Relu", "LeakyRelu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",  "Neg",
+      "Abs",  "Add",       "Sub",  "Mul",     "Max",         "Min",       "PRelu", "Identity"};
+  return ops;
+}
+
+bool is_absent(const Expr& e) { return e.kind() == ExprKind::kTuple && e->operands.empty(); }
+
+// An f32 tensor type of this rank whose channel dim (1) is the constant `channels` (any, when
+// `channels` is 0), or nullopt.
+std::optional<int64_t> nchw_channels(const Type& t) {
+  if (!t.defined() || !t.is_tensor() || t->dtype != vm::DType::kFloat32 || t->dims.size() != 4 ||
+      !t->dims[1].is_const()) {
+    return std::nullopt;
+  }
+  return t->dims[1].value();
+}
+
+// [N, C, H, W] -> [N, ceil(C/16), H, W, 16].
+Type blocked_type(const Type& nchw) {
+  const std::vector<Dim>& d = nchw->dims;
+  return tensor_type(vm::DType::kFloat32,
+                     {d[0], Dim(ops::channel_blocks(d[1].value())), d[2], d[3], Dim(kBlock)});
+}
+
+vm::Tensor zeros(const vm::Shape& shape) {
+  vm::Tensor t = vm::Tensor::empty(shape, vm::DType::kFloat32);
+  std::fill(t.data_as<float>(), t.data_as<float>() + t.numel(), 0.0f);
+  return t;
+}
+
+// Per-channel values (`channels` of them, in order) as `shape`, whose last dim is the lane:
+// element c at block c / 16, lane c % 16; zero past the channels.
+vm::Tensor pack_channels(const vm::Tensor& v, int64_t channels, const vm::Shape& shape) {
+  vm::Tensor out = zeros(shape);
+  for (int64_t c = 0; c < channels; ++c) out.data_as<float>()[c] = v.data_as<float>()[c];
+  return out;
+}
+
+// A Conv this pass can block: its geometry and constant weights.
+struct BlockableConv {
+  bool depthwise = false;
+  int64_t c = 0, m = 0;
+  std::vector<int64_t> kernel, strides, pads, dilations;
+  vm::Tensor w, b;  // b undefined without a bias
+};
+
+std::optional<BlockableConv> blockable_conv(const Expr& call,
+                                            const std::unordered_map<uint64_t, ValueFacts>& facts) {
+  if (call.kind() != ExprKind::kCall || call->name != "Conv") return std::nullopt;
+  const auto& ops = call->operands;
+  if (ops.size() < 2 || ops.size() > 3) return std::nullopt;
+  std::optional<int64_t> c = nchw_channels(ops[0].type()), m = nchw_channels(call.type());
+  if (!c || !m || *c < kMinChannels || *m < kMinChannels) return std::nullopt;
+  BlockableConv r;
+  r.c = *c;
+  r.m = *m;
+  r.w = constant_operand(facts, ops[1]);
+  if (!r.w.defined() || r.w.dtype() != vm::DType::kFloat32 || r.w.shape().size() != 4 ||
+      r.w.shape()[0] != r.m) {
+    return std::nullopt;
+  }
+  if (ops.size() == 3 && !is_absent(ops[2])) {
+    r.b = constant_operand(facts, ops[2]);
+    if (!r.b.defined() || r.b.dtype() != vm::DType::kFloat32 || r.b.numel() != r.m) {
+      return std::nullopt;
+    }
+  }
+  const std::string where = "Conv";
+  const std::string auto_pad = attr_string(call->attrs, "auto_pad", "NOTSET", where);
+  if (auto_pad != "NOTSET" && auto_pad != "VALID") return std::nullopt;
+  r.kernel = {r.w.shape()[2], r.w.shape()[3]};
+  r.strides = attr_ints(call->attrs, "strides", {1, 1}, where);
+  r.dilations = attr_ints(call->attrs, "dilations", {1, 1}, where);
+  r.pads = auto_pad == "VALID" ? std::vector<int64_t>(4, 0)
+                               : attr_ints(call->attrs, "pads", {0, 0, 0, 0}, where);
+  if (r.strides.size() != 2 || r.dilations.size() != 2 || r.pads.size() != 4) return std::nullopt;
+  const int64_t group = attr_int(call->attrs, "group", 1, where);
+  r.depthwise = group == r.c && r.m == r.c && r.w.shape()[1] == 1;
+  const bool pointwise =
+      group == 1 && r.w.shape()[1] == r.c && r.kernel == std::vector<int64_t>{1, 1} &&
+      r.strides == std::vector<int64_t>{1, 1} && r.pads == std::vector<int64_t>(4, 0);
+  if (!r.depthwise && !pointwise) return std::nullopt;
+  return r;
+}
+
+// [C, 1, kH, kW] -> [CB, kH, kW, 16].
+vm::Tensor pack_depthwise(const BlockableConv& conv) {
+  const int64_t taps = conv.kernel[0] * conv.kernel[1];
+  vm::Tensor out = zeros({ops::channel_blocks(conv.c), conv.kernel[0], conv.kernel[1], kBlock});
+  const float* w = conv.w.data_as<float>();
+  float* o = out.data_as<float>();
+  for (int64_t c = 0; c < conv.c; ++c) {
+    for (int64_t k = 0; k < taps; ++k) {
+      o[((c / kBlock) * taps + k) * kBlock + c % kBlock] = w[c * taps + k];
+    }
+  }
+  return out;
+}
+
+// [M, C, 1, 1] -> [MB, CB, 16 (in), 16 (out)].
+vm::Tensor pack_pointwise(const BlockableConv& conv) {
+  const int64_t cb = ops::channel_blocks(conv.c);
+  vm::Tensor out = zeros({ops::channel_blocks(conv.m), cb, kBlock, kBlock});
+  const float* w = conv.w.data_as<float>();
+  float* o = out.data_as<float>();
+  for (int64_t m = 0; m < conv.m; ++m) {
+    for (int64_t c = 0; c < conv.c; ++c) {
+      o[(((m / kBlock) * cb + c / kBlock) * kBlock + c % kBlock) * kBlock + m % kBlock] =
+          w[m * conv.c + c];
+    }
+  }
+  return out;
+}
+
+// Whether the module has a depthwise conv to block (the reason to change layouts at all).
+class FindDepthwise : public ExprVisitor {
+ public:
+  explicit FindDepthwise(const std::unordered_map<uint64_t, ValueFacts>& facts) : facts_(facts) {}
+  bool found = false;
+
+ protected:
+  void visit_call(const Expr& e) override {
+    if (!found) {
+      std::optional<BlockableConv> conv = blockable_conv(e, facts_);
+      found = conv && conv->depthwise;
+    }
+    visit_operands(e);
+  }
+
+ private:
+  const std::unordered_map<uint64_t, ValueFacts>& facts_;
+};
+
+class BlockChannels : public ExprMutator {
+ public:
+  BlockChannels(const TypedModule& typed, BlockChannelsStats& stats)
+      : facts_(typed.facts), stats_(stats) {}
+
+ protected:
+  void rewrite_binding_into(const Expr& var, const Expr& original,
+                            std::vector<Binding>& out) override {
+    Expr value = mutate(original);
+    std::optional<int64_t> channels = nchw_channels(value.type());
+    Expr blocked;
+    if (value.kind() == ExprKind::kCall && channels) blocked = rewrite(var, value, out);
+    if (!blocked.defined()) {
+      out.push_back({var, value});
+      return;
+    }
+    blocked_[var->var_id] = blocked;
+    out.push_back({var, make_call("dynvm.FromBlocked", {blocked},
+                                  {{"channels", AttrValue{*channels}}}, value.type())});
+  }
+
+ private:
+  // The blocked variable computing `value` (appended to `out`), or undefined.
+  Expr rewrite(const Expr& var, const Expr& value, std::vector<Binding>& out) {
+    if (std::optional<BlockableConv> conv = blockable_conv(value, facts_)) {
+      return block_conv(var, value, *conv, out);
+    }
+    if (finite_elementwise().count(value->name) != 0 || divides_by_nonzero_constant(value)) {
+      return block_elementwise(var, value, out);
+    }
+    if (value->name == "GlobalAveragePool" || value->name == "ReduceMean") {
+      return block_spatial_mean(var, value, out);
+    }
+    return {};
+  }
+
+  // A Div by a constant without zeros (a decomposed HardSwish's `/ 6`) keeps values finite.
+  bool divides_by_nonzero_constant(const Expr& value) const {
+    if (value->name != "Div" || value->operands.size() != 2) return false;
+    const vm::Tensor d = constant_operand(facts_, value->operands[1]);
+    if (!d.defined() || d.dtype() != vm::DType::kFloat32) return false;
+    const float* v = d.data_as<float>();
+    return std::all_of(v, v + d.numel(), [](float x) { return x != 0.0f; });
+  }
+
+  Expr bind(const Expr& var, Expr call, std::vector<Binding>& out) {
+    Expr b = make_var(var->name + "_blocked", call.type());
+    out.push_back({b, std::move(call)});
+    return b;
+  }
+
+  // x's blocked value: its own, or a dynvm.ToBlocked of it (x an NCHW tensor of `channels`).
+  Expr blocked_operand(const Expr& x, int64_t channels, std::vector<Binding>& out) {
+    if (x.kind() == ExprKind::kVar) {
+      auto it = blocked_.find(x->var_id);
+      if (it != blocked_.end()) return it->second;
+    }
+    if (nchw_channels(x.type()) != channels) return {};
+    ++stats_.to_blocked;
+    return bind(x, make_call("dynvm.ToBlocked", {x}, {}, blocked_type(x.type())), out);
+  }
+
+  bool is_blocked(const Expr& x) const {
+    return x.kind() == ExprKind::kVar && blocked_.count(x->var_id) != 0;
+  }
+
+  Expr block_conv(const Expr& var, const Expr& value, const BlockableConv& conv,
+                  std::vector<Binding>& out) {
+    Expr x = blocked_operand(value->operands[0], conv.c, out);
+    if (!x.defined()) return {};
+    ++stats_.convs;
+    std::vector<Expr> args{
+        x, make_constant(conv.depthwise ? pack_depthwise(conv) : pack_pointwise(conv))};
+    if (conv.b.defined()) {
+      args.push_back(
+          make_constant(pack_channels(conv.b, conv.m, {ops::channel_blocks(conv.m), kBlock})));
+    }
+    Attrs attrs{{"kernel_shape", AttrValue{conv.kernel}},
+                {"strides", AttrValue{conv.strides}},
+                {"pads", AttrValue{conv.pads}},
+                {"dilations", AttrValue{conv.dilations}},
+                {"depthwise", AttrValue{int64_t{conv.depthwise ? 1 : 0}}},
+                {"channels", AttrValue{conv.m}}};
+    return bind(var, make_call("dynvm.ConvBlocked", args, attrs, blocked_type(value.type())), out);
+  }
+
+  // An elementwise op over at least one blocked value; its other operands blocked too, per-
+  // channel constants packed, scalars as they are. Otherwise undefined.
+  Expr block_elementwise(const Expr& var, const Expr& value, std::vector<Binding>& out) {
+    const int64_t channels = value.type()->dims[1].value();
+    bool any_blocked = false;
+    for (const Expr& o : value->operands) any_blocked = any_blocked || is_blocked(o);
+    if (!any_blocked) return {};
+    // Decide every operand before emitting anything.
+    enum class Kind : uint8_t { kKeep, kBlocked, kChannelConstant, kConvert };
+    std::vector<Kind> kinds;
+    for (const Expr& o : value->operands) {
+      if (is_absent(o) || is_blocked(o)) {
+        kinds.push_back(is_absent(o) ? Kind::kKeep : Kind::kBlocked);
+        continue;
+      }
+      const Type& t = o.type();
+      if (!t.defined() || !t.is_tensor() || t->dtype != vm::DType::kFloat32) return {};
+      const vm::Tensor k = constant_operand(facts_, o);
+      if (k.defined() && k.numel() == 1) {
+        kinds.push_back(Kind::kKeep);
+      } else if (k.defined() && is_per_channel(k.shape(), channels)) {
+        kinds.push_back(Kind::kChannelConstant);
+      } else if (nchw_channels(t) == channels) {
+        kinds.push_back(Kind::kConvert);
+      } else {
+        return {};
+      }
+    }
+    std::vector<Expr> operands;
+    for (size_t i = 0; i < kinds.size(); ++i) {
+      const Expr& o = value->operands[i];
+      switch (kinds[i]) {
+        case Kind::kKeep:
+          operands.push_back(o);
+          break;
+        case Kind::kBlocked:
+        case Kind::kConvert:
+          operands.push_back(blocked_operand(o, channels, out));
+          break;
+        case Kind::kChannelConstant:
+          operands.push_back(
+              make_constant(pack_channels(constant_operand(facts_, o), channels,
+                                          {1, ops::channel_blocks(channels), 1, 1, kBlock})));
+          break;
+      }
+    }
+    ++stats_.others;
+    return bind(var, make_call(value->name, operands, value->attrs, blocked_type(value.type())),
+                out);
+  }
+
+  // [C], [C, 1, 1] or [1, C, 1, 1]: one value per channel along NCHW's channel axis.
+  static bool is_per_channel(const vm::Shape& s, int64_t channels) {
+    if (s.size() < 3 || s.size() > 4 || s[s.size() - 3] != channels) return false;
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (i != s.size() - 3 && s[i] != 1) return false;
+    }
+    return true;
+  }
+
+  // The mean over H and W keeping them (a squeeze-and-excitation's pool), blocked.
+  Expr block_spatial_mean(const Expr& var, const Expr& value, std::vector<Binding>& out) {
+    const Expr& x = value->operands[0];
+    if (!is_blocked(x)) return {};
+    if (value->name == "ReduceMean") {
+      if (attr_int(value->attrs, "keepdims", 1, "ReduceMean") != 1) return {};
+      std::vector<int64_t> axes;
+      if (value->operands.size() > 1 && !is_absent(value->operands[1])) {
+        const vm::Tensor a = constant_operand(facts_, value->operands[1]);
+        if (!a.defined() || a.dtype() != vm::DType::kInt64) return {};
+        axes.assign(a.data_as<int64_t>(), a.data_as<int64_t>() + a.numel());
+      } else {
+        axes = attr_ints(value->attrs, "axes", {}, "ReduceMean");
+      }
+      for (int64_t& a : axes) a = a < 0 ? a + 4 : a;
+      std::sort(axes.begin(), axes.end());
+      if (axes != std::vector<int64_t>{2, 3}) return {};
+    }
+    ++stats_.others;
+    Expr axes =
+        make_constant(vm::Tensor::from_vector(std::vector<int64_t>{2, 3}, {2}, vm::DType::kInt64));
+    return bind(var,
+                make_call("ReduceMean", {blocked_.at(x->var_id), axes},
+                          {{"keepdims", AttrValue{int64_t{1}}}}, blocked_type(value.type())),
+                out);
+  }
+
+  const std::unordered_map<uint64_t, ValueFacts>& facts_;
+  BlockChannelsStats& stats_;
+  std::unordered_map<uint64_t, Expr> blocked_;  // NCHW let variable -> its blocked variable
+};
+
+}  // namespace
+
+PassResult block_channels(const TypedModule& in, BlockChannelsStats* stats) {
+  BlockChannelsStats local;
+  BlockChannelsStats& s = stats != nullptr ? *stats : local;
+  FindDepthwise find(in.facts);
+  find.visit_module(in.module);
+  if (!find.found) return PassResult(in, false, "no depthwise conv to block");
+  TypedModule out = in;
+  BlockChannels blocker(in, s);
+  out.module = blocker.mutate_module(in.module);
+  return PassResult(std::move(out), s.convs + s.others > 0,
+                    str_cat(s.convs, " convs and ", s.others, " other ops in blocked channels, ",
+                            s.to_blocked, " conversions into it"));
+}
+
+}  // namespace dynvm::compiler

@@ -1,0 +1,39 @@
+// Depthwise-separable conv chains in the channel-blocked layout (NCHW16c,
+// kernels/ops/conv_blocked.h), as ONNX Runtime's NCHWc transformer does for its convs.
+//
+// In NCHW a depthwise conv's vectors run along rows: a symbolic width leaves lanes empty (7
+// of 16 at a 7-wide map), a stride of 2 costs a permute per tap, and the dynamic kernel ran
+// 2.5-4.6x slower than a static one. Blocked, the vector lanes are 16 channels, so every tap
+// is one contiguous load at any width or stride, and a dynamic kernel is as fast as a static
+// one (docs/kernels.md, "Channel-blocked layout").
+//
+// What it rewrites, in a module that has at least one such depthwise conv (a model without
+// one keeps NCHW: its dense convs have no blocked template yet):
+//   - Conv with a constant f32 weight, 2-D, depthwise (group = C = M) or pointwise (1x1,
+//     unit strides, no pads, group 1), 8 channels or more, explicit pads: `dynvm.ConvBlocked`
+//     over the blocked input (the weights and bias packed here, zero past the channels);
+//   - the elementwise ops between them whose result has the same channels (Relu, Clip,
+//     HardSwish, Sigmoid, Add, Mul, ...: those that keep the padded lanes finite), with
+//     per-channel constants packed to [1, CB, 1, 1, 16] and scalars as they are;
+//   - GlobalAveragePool, and ReduceMean over the spatial axes keeping dims (squeeze and
+//     excitation), as ReduceMean over the blocked dims 2 and 3.
+// A value the rewritten op reads that is not blocked yet gets `dynvm.ToBlocked`; every
+// rewritten binding keeps its variable, bound to `dynvm.FromBlocked` of the blocked value, so
+// that readers outside the chain are unchanged and dce drops the conversions nobody reads.
+#pragma once
+
+#include <cstddef>
+
+#include "compiler/passes/pass.h"
+
+namespace dynvm::compiler {
+
+struct BlockChannelsStats {
+  size_t convs = 0;       // Conv -> dynvm.ConvBlocked
+  size_t others = 0;      // elementwise ops and reductions on blocked values
+  size_t to_blocked = 0;  // dynvm.ToBlocked inserted
+};
+
+PassResult block_channels(const TypedModule& in, BlockChannelsStats* stats = nullptr);
+
+}  // namespace dynvm::compiler

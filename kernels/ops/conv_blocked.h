@@ -1,0 +1,52 @@
+// Convolutions over channel-blocked tensors (NCHW16c), the layout compiler/passes/block_channels
+// gives the depthwise-separable chains of MobileNet- and EfficientNet-style models. A blocked
+// tensor is [N, ceil(C/16), H, W, 16]: channel c is lane c % 16 of block c / 16, lanes past C
+// hold finite values that no consumer reads (weights and biases are zero there).
+//
+// Why: in NCHW a vector runs along a row, so a depthwise conv over a symbolic width fills 7 of
+// 16 lanes at a 7-wide map, reads stride-2 inputs with two loads and a permute per tap, and
+// computes into a rounded workspace. Blocked, the 16 lanes are channels: every tap of every
+// output position is one contiguous vector, whatever the width and stride, and a dynamic
+// kernel runs as fast as a static one (docs/kernels.md, "Channel-blocked layout").
+//
+//   to_blocked(x [N, C, H, W])              -> [N, ceil(C/16), H, W, 16], zero past C
+//   from_blocked(xb [N, CB, H, W, 16], C)   -> [N, C, H, W]
+//   conv_blocked(xb, w, bias, attrs)        -> [N, ceil(M/16), OH, OW, 16]
+//     depthwise (groups = C = M): w [CB, kH, kW, 16], each output the sum of its taps
+//       written out (no reduction loop: loop_partition then splits the borders off the
+//       output rows and columns only) with the weights staged in registers per block;
+//     pointwise (1x1, unit strides, no pads): w [MB, CB, 16 (in), 16 (out)], a register tile
+//       of oc_block output blocks x ow_block positions, each input lane broadcast into it;
+//   bias [MB, 16] (zero past M).
+// Both take an epilogue (compiler/passes/fuse_ops) at the blocked output's indices.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "kernels/ops/op.h"
+
+namespace dynvm::ops {
+
+inline constexpr int64_t kChannelBlock = 16;
+
+// ceil(channels / kChannelBlock).
+inline int64_t channel_blocks(int64_t channels) {
+  return (channels + kChannelBlock - 1) / kChannelBlock;
+}
+
+OpInstance to_blocked(const TensorType& x);
+OpInstance from_blocked(const TensorType& xb, int64_t channels);
+
+struct BlockedConvAttrs {
+  std::vector<int64_t> kernel;     // [kH, kW]
+  std::vector<int64_t> strides;    // default 1
+  std::vector<int64_t> pads;       // [h_begin, w_begin, h_end, w_end], default 0
+  std::vector<int64_t> dilations;  // default 1
+  bool depthwise = false;          // else pointwise: kernel 1x1, unit strides, no pads
+};
+
+OpInstance conv_blocked(const TensorType& xb, const TensorType& w,
+                        const std::optional<TensorType>& bias, const BlockedConvAttrs& attrs);
+
+}  // namespace dynvm::ops
