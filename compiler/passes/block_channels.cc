@@ -19,9 +19,11 @@ constexpr int64_t kMinChannels = 8;
 // Elementwise ops that map finite values to finite values: the padded lanes stay finite, so
 // the zero weights of the next conv cancel them (0 * inf would not).
 const std::unordered_set<std::string>& finite_elementwise() {
+  // Erf: GELU's exact form; Elu, Selu and Celu take exp of negative values only.
   static const std::unordered_set<std::string> ops{
       "Relu", "LeakyRelu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",  "Neg",
-      "Abs",  "Add",       "Sub",  "Mul",     "Max",         "Min",       "PRelu", "Identity"};
+      "Abs",  "Add",       "Sub",  "Mul",     "Max",         "Min",       "PRelu", "Identity",
+      "Erf",  "Elu",       "Selu", "Celu",    "Gelu",        "Softsign"};
   return ops;
 }
 
@@ -159,6 +161,16 @@ class BlockChannels : public ExprMutator {
       : facts_(typed.facts), stats_(stats) {}
 
  protected:
+  // Each chain (a function body, an If branch, a Loop body) gets a serial, so that a
+  // conversion made in one is reused only where it is in scope: in that chain and the ones
+  // nested in it.
+  Expr visit_let(const Expr& e) override {
+    active_chains_.push_back(next_chain_++);
+    Expr r = ExprMutator::visit_let(e);
+    active_chains_.pop_back();
+    return r;
+  }
+
   void rewrite_binding_into(const Expr& var, const Expr& original,
                             std::vector<Binding>& out) override {
     Expr value = mutate(original);
@@ -211,8 +223,17 @@ class BlockChannels : public ExprMutator {
       if (it != blocked_.end()) return it->second;
     }
     if (nchw_channels(x.type()) != channels) return {};
+    if (x.kind() == ExprKind::kVar) {
+      auto it = converted_.find(x->var_id);
+      if (it != converted_.end() && std::find(active_chains_.begin(), active_chains_.end(),
+                                              it->second.second) != active_chains_.end()) {
+        return it->second.first;
+      }
+    }
     ++stats_.to_blocked;
-    return bind(x, make_call("dynvm.ToBlocked", {x}, {}, blocked_type(x.type())), out);
+    Expr b = bind(x, make_call("dynvm.ToBlocked", {x}, {}, blocked_type(x.type())), out);
+    if (x.kind() == ExprKind::kVar) converted_[x->var_id] = {b, active_chains_.back()};
+    return b;
   }
 
   bool is_blocked(const Expr& x) const {
@@ -235,6 +256,7 @@ class BlockChannels : public ExprMutator {
                 {"pads", AttrValue{conv.pads}},
                 {"dilations", AttrValue{conv.dilations}},
                 {"depthwise", AttrValue{int64_t{conv.depthwise ? 1 : 0}}},
+                {"in_channels", AttrValue{conv.c}},
                 {"channels", AttrValue{conv.m}}};
     return bind(var, make_call("dynvm.ConvBlocked", args, attrs, blocked_type(value.type())), out);
   }
@@ -329,6 +351,10 @@ class BlockChannels : public ExprMutator {
   const std::unordered_map<uint64_t, ValueFacts>& facts_;
   BlockChannelsStats& stats_;
   std::unordered_map<uint64_t, Expr> blocked_;  // NCHW let variable -> its blocked variable
+  // An NCHW variable -> its dynvm.ToBlocked and the chain that binds it.
+  std::unordered_map<uint64_t, std::pair<Expr, uint64_t>> converted_;
+  std::vector<uint64_t> active_chains_;
+  uint64_t next_chain_ = 0;
 };
 
 }  // namespace

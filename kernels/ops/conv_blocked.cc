@@ -112,11 +112,21 @@ OpInstance depthwise(const BlockedShape& g, const TensorRef& X, const TensorRef&
 }
 
 OpInstance pointwise(const BlockedShape& g, const TensorRef& X, const TensorRef& W,
-                     const TensorRef& B, const FusedEpilogue* e) {
+                     const TensorRef& B, int64_t in_channels, const FusedEpilogue* e) {
   const int64_t out_blocks = W->shape()[0].int_value();
-  te::IterVar ib = te::reduce_axis(g.blocks, "ib"), il = te::reduce_axis(kChannelBlock, "il");
   const std::vector<arith::Expr> shape{g.n, I(out_blocks), g.h, g.w, I(kChannelBlock)};
+  // The sum runs over the real input channels only: one axis k read at block k / 16, lane
+  // k % 16 (the padded lanes of the last block would add zeros: 48 of 40 channels).
+  const bool padded = in_channels > 0 && in_channels < g.blocks * kChannelBlock;
+  te::IterVar ib = te::reduce_axis(g.blocks, "ib"), il = te::reduce_axis(kChannelBlock, "il");
+  te::IterVar k = te::reduce_axis(in_channels, "k");
   TensorRef C = te::compute("Conv", shape, [&](const Indices& i) {
+    if (padded) {
+      const arith::Expr kb = arith::floordiv(k.var, kChannelBlock);
+      const arith::Expr kl = arith::floormod(k.var, kChannelBlock);
+      return te::sum(te::read(X, {i[0], kb, i[2], i[3], kl}) * te::read(W, {i[1], kb, kl, i[4]}),
+                     {k});
+    }
     return te::sum(
         te::read(X, {i[0], ib.var, i[2], i[3], il.var}) * te::read(W, {i[1], ib.var, il.var, i[4]}),
         {ib, il});
@@ -152,8 +162,10 @@ OpInstance pointwise(const BlockedShape& g, const TensorRef& X, const TensorRef&
     }
     te::Stage& sa = s[C];
     sa.compute_at(so, xo);
-    sa.reorder({sa.reduce_axis(0), sa.reduce_axis(1), sa.axis(0), sa.axis(1), sa.axis(2),
-                sa.axis(3), sa.axis(4)});
+    std::vector<te::IterVarRef> order;
+    for (size_t r = 0; r < sa.num_reduce_axes(); ++r) order.push_back(sa.reduce_axis(r));
+    for (size_t d = 0; d < sa.num_axes(); ++d) order.push_back(sa.axis(d));
+    sa.reorder(order);
     sa.vectorize(sa.axis(4));
     sa.unroll(sa.axis(1));
     sa.unroll(sa.axis(3));
@@ -198,7 +210,7 @@ OpInstance conv_blocked_with(const TensorType& xb, const TensorType& w,
   TensorRef X = te::placeholder("X", xb.shape, xb.dtype);
   TensorRef W = te::placeholder("W", w.shape, w.dtype);
   TensorRef B = bias ? te::placeholder("B", bias->shape, bias->dtype) : nullptr;
-  if (!a.depthwise) return pointwise(g, X, W, B, e);
+  if (!a.depthwise) return pointwise(g, X, W, B, a.in_channels, e);
   BlockedConvAttrs checked = a;
   checked.strides = strides;
   checked.pads = pads;

@@ -44,6 +44,9 @@ struct BlockedConvAttrs {
   std::vector<int64_t> pads;       // [h_begin, w_begin, h_end, w_end], default 0
   std::vector<int64_t> dilations;  // default 1
   bool depthwise = false;          // else pointwise: kernel 1x1, unit strides, no pads
+  // Pointwise: the input channels with weights (the sum skips the padded lanes of the last
+  // block); 0: every lane.
+  int64_t in_channels = 0;
 };
 
 OpInstance conv_blocked(const TensorType& xb, const TensorType& w,

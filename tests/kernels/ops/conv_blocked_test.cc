@@ -30,11 +30,13 @@ std::vector<Case> cases() {
   BlockedConvAttrs dw3{{3, 3}, {2, 2}, {1, 1, 1, 1}, {}, true};
   BlockedConvAttrs dw5{{5, 5}, {1, 1}, {2, 3, 1, 2}, {2, 1}, true};
   BlockedConvAttrs pw{{1, 1}, {}, {}, {}, false};
+  BlockedConvAttrs pw_in20{{1, 1}, {}, {}, {}, false, 20};  // the sum over 20 of 32 lanes
   return {
       {"dw3_s2", 20, 20, dw3, true, false, {}, {}},
       {"dw5_dil_nobias_relu", 36, 36, dw5, false, true, {}, {}},
       {"dw3_s2_static", 20, 20, dw3, true, true, {}, {9, 12}},
       {"pw_odd_blocks", 20, 36, pw, true, false, {}, {}},
+      {"pw_in_channels", 20, 24, pw_in20, true, true, {}, {}},
       {"pw_even_relu", 36, 32, pw, true, true, {}, {}},
       {"pw_knobs",
        20,
@@ -147,7 +149,7 @@ TEST(OpsConvBlocked, MatchesNchwLoopsAtEverySize) {
   for (int64_t ch : {20, 36}) {
     ops.push_back({"to" + std::to_string(ch), to_blocked(TensorType{kF32, {kN, ch, kH, kW}})});
   }
-  for (int64_t ch : {20, 32, 36}) {
+  for (int64_t ch : {20, 24, 32, 36}) {
     ops.push_back(
         {"from" + std::to_string(ch),
          from_blocked(TensorType{kF32, {kN, channel_blocks(ch), kH, kW, kChannelBlock}}, ch)});
@@ -185,6 +187,16 @@ TEST(OpsConvBlocked, MatchesNchwLoopsAtEverySize) {
         const int64_t pos = i / kChannelBlock % (h * wd), in = i / (kChannelBlock * h * wd * cb);
         const double want = ch < c.c ? at(x, (in * c.c + ch) * h * wd + pos) : 0.0;
         ASSERT_EQ(at(xb, i), want) << what << ": to_blocked element " << i;
+      }
+      // A sum over the real input channels only never reads the padded lanes: NaN there
+      // must not reach the output.
+      if (c.attrs.in_channels > 0) {
+        for (int64_t i = 0; i < xb.numel(); ++i) {
+          if (i / (kChannelBlock * h * wd) % cb == cb - 1 &&
+              i % kChannelBlock >= c.c % kChannelBlock) {
+            xb.data_as<float>()[i] = std::nanf("");
+          }
+        }
       }
       std::vector<vm::Tensor> args{xb, pack_weights(c, w)};
       if (c.bias) args.push_back(pack_bias(c, b));
