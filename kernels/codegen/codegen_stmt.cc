@@ -357,8 +357,8 @@ void CodeGenLLVM::emit_parallel_call(const tir::Stmt& s) {
     b.CreateStore(buffer_base(*buf), b.CreateStructGEP(type, closure, field++));
   }
   Value* extent = emit_index(s->extent);
-  // Chunks of at least kMinParallelChunkWork stores: a call with less work than two chunks
-  // runs on the calling thread (the runtime runs a range no longer than the grain inline).
+  // Chunks of at least kMinParallelChunkWork (stores and loads): a call with less work than two
+  // chunks runs on the calling thread (the runtime runs a range no longer than the grain inline).
   // Above that, TBB's partitioner sizes the chunks.
   Value* grain = emit_index(
       arith::max(arith::make_int(1), arith::floordiv(arith::make_int(tir::kMinParallelChunkWork),

@@ -18,6 +18,9 @@ using te::TensorRef;
 
 arith::Expr I(int64_t v) { return arith::make_int(v); }
 
+// Channel blocks enough to share among the threads as a parallel loop.
+constexpr int64_t kManyBlocks = 8;
+
 // A blocked tensor's channel blocks and spatial dims, checked.
 struct BlockedShape {
   arith::Expr n, h, w;
@@ -97,14 +100,19 @@ OpInstance depthwise(const BlockedShape& g, const TensorRef& X, const TensorRef&
   OpInstance op = blocked_conv_op("conv_blocked_dw" + std::to_string(kh) + "x" + std::to_string(kw),
                                   X, W, B, Y, e);
   op.knobs = {reduction_knobs(Y->shape()).front()};  // parallel
-  op.schedule = [Y, WL, specs = op.knobs](const KnobValues& knobs) {
+  op.schedule = [Y, WL, specs = op.knobs, blocks = g.blocks](const KnobValues& knobs) {
     te::Schedule s = te::create_schedule({Y});
     te::Stage& so = s[Y];
     so.vectorize(so.axis(4));
-    te::IterVarRef blocks = so.fuse(so.axis(0), so.axis(1));
-    if (knob_value(specs, knobs, "parallel") != 0) so.parallel(blocks);
+    te::IterVarRef at = so.fuse(so.axis(0), so.axis(1));
+    if (knob_value(specs, knobs, "parallel") != 0) {
+      // Few blocks (40 channels: 3) split unevenly among threads: the rows run in parallel
+      // then, each staging the block's weights (kh*kw vectors, against a row of outputs).
+      if (blocks < kManyBlocks) at = so.axis(2);
+      so.parallel(at);
+    }
     te::Stage& sw = s[WL];
-    sw.compute_at(so, blocks);
+    sw.compute_at(so, at);
     sw.vectorize(sw.axis(3));
     return s;
   };

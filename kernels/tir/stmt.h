@@ -142,15 +142,17 @@ struct ParallelRegion {
   std::vector<arith::Expr> captured_vars;  // kVar arith expressions used in body
   std::vector<BufferRef> captured_buffers;
   Stmt body;
-  // Stores one iteration runs, roughly (outline_parallel), in the call site's variables:
+  // Stores and loads one iteration runs, roughly (outline_parallel), in the call site's variables:
   // code generation asks parallel_for for chunks of at least kMinParallelChunkWork.
   arith::Expr work_per_iteration = arith::make_int(1);
 };
 
-// The least work (stores, as counted in ParallelRegion::work_per_iteration) worth one chunk
-// of a parallel loop: below twice this, a parallel call runs on the calling thread, since
-// handing a chunk to another thread costs microseconds (bench/README.md, "parallel grain").
-inline constexpr int64_t kMinParallelChunkWork = 16384;
+// The least work (stores and their loads, as counted in ParallelRegion::work_per_iteration)
+// worth one chunk of a parallel loop: below twice this, a parallel call runs on the calling
+// thread, since handing a chunk to another thread costs microseconds (bench/README.md,
+// "parallel grain"). 16,384 stores when only stores counted: an elementwise binary op's
+// vector (a store and two loads) weighs what it did.
+inline constexpr int64_t kMinParallelChunkWork = 3 * 16384;
 
 // What code generation consumes: the kernel and its outlined parallel regions.
 struct LoweredFunc {

@@ -29,7 +29,7 @@ class Serializer : public StmtMutator {
   }
 };
 
-// How many stores one iteration of a region runs, as an expression of what the call site
+// How many stores and loads one iteration of a region runs, as an expression of what the call site
 // knows: an extent that depends on a variable bound inside the region (the region's own
 // loop variable, an inner loop's, a let's) counts as kUnknownExtent. Both arms of an `if`
 // count. A rough measure of work, what the call's grain is computed from.
@@ -56,8 +56,12 @@ class WorkCounter : public StmtMutator {
     bound_.pop_back();
     return s;
   }
+  // A store and the loads of its value: a depthwise conv's output vector is one store of
+  // 9 to 49 taps (counted as one, its kernels never split), an elementwise add's is three.
   Stmt visit_store(const Stmt& s) override {
-    total_ = total_ + scale_;
+    int64_t loads = 0;
+    for_each_expr(s, [&](const Expr& e) { loads += e.kind() == ExprKind::kBufferLoad ? 1 : 0; });
+    total_ = total_ + scale_ * (1 + loads);
     return s;
   }
 
