@@ -168,13 +168,7 @@ OpInstance pointwise(const BlockedShape& g, const TensorRef& X, const TensorRef&
         so.parallel(so.axis(2));
       }
     }
-    te::Stage& sa = s[C];
-    sa.compute_at(so, xo);
-    std::vector<te::IterVarRef> order;
-    for (size_t r = 0; r < sa.num_reduce_axes(); ++r) order.push_back(sa.reduce_axis(r));
-    for (size_t d = 0; d < sa.num_axes(); ++d) order.push_back(sa.axis(d));
-    sa.reorder(order);
-    sa.vectorize(sa.axis(4));
+    te::Stage& sa = accumulate_at(s, C, so, xo);
     sa.unroll(sa.axis(1));
     sa.unroll(sa.axis(3));
     return s;
