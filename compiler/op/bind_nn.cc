@@ -19,6 +19,7 @@
 #include "kernels/ops/matmul_nd.h"
 #include "kernels/ops/norm.h"
 #include "kernels/ops/pool.h"
+#include "kernels/ops/pool_blocked.h"
 #include "kernels/ops/recurrent.h"
 #include "kernels/ops/reduce.h"
 #include "kernels/ops/resize.h"
@@ -156,14 +157,28 @@ KernelBinding bind_conv_blocked(const BindContext& ctx) {
   attrs.pads = attr_ints(ctx.attrs(), "pads", {}, ctx.where());
   attrs.dilations = attr_ints(ctx.attrs(), "dilations", {}, ctx.where());
   attrs.depthwise = attr_int(ctx.attrs(), "depthwise", 0, ctx.where()) != 0;
-  attrs.in_channels = attr_int(ctx.attrs(), "in_channels", 0, ctx.where());
-  std::string parts = "kernel=" + key_ints(attrs.kernel) + ";" + window_key(ctx) +
-                      key_int(ctx, "depthwise", 0) + ";" + key_int(ctx, "in_channels", 0);
+  std::string parts =
+      "kernel=" + key_ints(attrs.kernel) + ";" + window_key(ctx) + key_int(ctx, "depthwise", 0);
   return kernel_binding(ctx, "ConvBlocked", parts, present_inputs(ctx), [attrs](const auto& t) {
     std::optional<ops::TensorType> bias;
     if (t.size() == 3) bias = t[2];
     return ops::conv_blocked(t[0], t[1], bias, attrs);
   });
+}
+
+KernelBinding bind_pool_blocked(const BindContext& ctx, bool max) {
+  ops::PoolAttrs attrs;
+  attrs.kernel_shape = attr_ints(ctx.attrs(), "kernel_shape", {}, ctx.where());
+  attrs.strides = attr_ints(ctx.attrs(), "strides", {}, ctx.where());
+  attrs.pads = attr_ints(ctx.attrs(), "pads", {}, ctx.where());
+  attrs.dilations = attr_ints(ctx.attrs(), "dilations", {}, ctx.where());
+  attrs.count_include_pad = attr_int(ctx.attrs(), "count_include_pad", 0, ctx.where()) != 0;
+  std::string parts = window_key(ctx) + "kernel_shape=" + key_ints(attrs.kernel_shape) + ";" +
+                      key_int(ctx, "count_include_pad", 0);
+  return kernel_binding(
+      ctx, max ? "MaxPoolBlocked" : "AveragePoolBlocked", parts, {0}, [attrs, max](const auto& t) {
+        return max ? ops::max_pool_blocked(t[0], attrs) : ops::average_pool_blocked(t[0], attrs);
+      });
 }
 
 // ConvTranspose: output_shape (or SAME auto_pad, whose output is in * stride) fixes the
@@ -455,6 +470,10 @@ void register_nn_bindings() {
   register_binding("Gemm", bind_gemm);
   register_binding("Conv", bind_conv);
   register_binding("dynvm.ConvBlocked", bind_conv_blocked);
+  register_binding("dynvm.MaxPoolBlocked",
+                   [](const BindContext& ctx) { return bind_pool_blocked(ctx, true); });
+  register_binding("dynvm.AveragePoolBlocked",
+                   [](const BindContext& ctx) { return bind_pool_blocked(ctx, false); });
   register_binding("dynvm.ToBlocked", [](const BindContext& ctx) {
     return kernel_binding(ctx, "ToBlocked", "", {0},
                           [](const auto& t) { return ops::to_blocked(t[0]); });

@@ -199,7 +199,8 @@ Facts matmul_packed_b_op(OpContext& ctx) {
 // The channel-blocked layout of compiler/passes/block_channels (kernels/ops/conv_blocked.h):
 // dynvm.ToBlocked(X [N, C, H, W]) -> [N, ceil(C/16), H, W, 16]; dynvm.FromBlocked(Xb)
 // {channels} -> [N, channels, H, W]; dynvm.ConvBlocked(Xb, W[, B]) {kernel_shape, strides,
-// pads, dilations, depthwise, channels} -> [N, ceil(channels/16), OH, OW, 16].
+// pads, dilations, depthwise, channels} -> [N, ceil(channels/16), OH, OW, 16] (a dense one's
+// X may be NCHW).
 Facts to_blocked_op(OpContext& ctx) {
   const std::vector<Dim>& x = ctx.dims(0);
   if (x.size() != 4 || !x[1].is_const()) ctx.fail("X must be [N, C, H, W] with a static C");
@@ -225,7 +226,10 @@ Facts from_blocked_op(OpContext& ctx) {
 }
 
 Facts conv_blocked_op(OpContext& ctx) {
-  const std::vector<Dim> x = blocked_input(ctx);
+  // A dense conv also reads an NCHW X (a stem's few channels).
+  const std::vector<Dim> x = ctx.dims(0).size() == 4 && ctx.attr_int("depthwise", 0) == 0
+                                 ? ctx.dims(0)
+                                 : blocked_input(ctx);
   const int64_t channels = ctx.attr_int("channels", 0);
   if (channels < 1) ctx.fail("channels must be positive");
   std::vector<Dim> out{x[0], Dim(ops::channel_blocks(channels))};
@@ -234,6 +238,19 @@ Facts conv_blocked_op(OpContext& ctx) {
     out.push_back(d);
   }
   out.push_back(Dim(ops::kChannelBlock));
+  return {tensor_facts(ctx.dtype(0), out)};
+}
+
+// dynvm.MaxPoolBlocked / dynvm.AveragePoolBlocked(Xb) {kernel_shape, strides, pads,
+// dilations[, count_include_pad]}: pools over the blocked layout, [N, CB, OH, OW, 16].
+Facts pool_blocked_op(OpContext& ctx) {
+  const std::vector<Dim> x = blocked_input(ctx);
+  std::vector<Dim> out{x[0], x[1]};
+  for (const Dim& d :
+       window_dims(ctx, {x[0], x[1], x[2], x[3]}, ctx.attr_ints("kernel_shape", {}), false)) {
+    out.push_back(d);
+  }
+  out.push_back(x[4]);
   return {tensor_facts(ctx.dtype(0), out)};
 }
 
@@ -533,6 +550,8 @@ void register_nn_ops() {
   register_op({"dynvm.ToBlocked", ShapeRule::kFromInputDims, 1, 1, to_blocked_op});
   register_op({"dynvm.FromBlocked", ShapeRule::kFromInputDims, 1, 1, from_blocked_op});
   register_op({"dynvm.ConvBlocked", ShapeRule::kFromInputDims, 2, 3, conv_blocked_op});
+  register_op({"dynvm.MaxPoolBlocked", ShapeRule::kFromInputDims, 1, 1, pool_blocked_op});
+  register_op({"dynvm.AveragePoolBlocked", ShapeRule::kFromInputDims, 1, 1, pool_blocked_op});
   for (const char* op :
        {"ReduceL1", "ReduceL2", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin",
         "ReduceProd", "ReduceSum", "ReduceSumSquare", "ReduceLogSum"}) {

@@ -15,6 +15,9 @@ namespace {
 constexpr int64_t kBlock = ops::kChannelBlock;
 // Fewer channels would waste most of every vector on the padded lanes.
 constexpr int64_t kMinChannels = 8;
+// A dense conv is blocked when its padded output lanes are at most 1/kMaxLaneWaste of its
+// channels.
+constexpr int64_t kMaxLaneWaste = 8;
 
 // Elementwise ops that map finite values to finite values: the padded lanes stay finite, so
 // the zero weights of the next conv cancel them (0 * inf would not).
@@ -62,7 +65,9 @@ vm::Tensor pack_channels(const vm::Tensor& v, int64_t channels, const vm::Shape&
 
 // A Conv this pass can block: its geometry and constant weights.
 struct BlockableConv {
-  bool depthwise = false;
+  bool depthwise = false;   // else dense (groups 1)
+  bool nchw_input = false;  // a dense conv over too few channels to block (a stem's 3)
+  bool pointwise = false;   // dense, 1x1, unit strides, no pads
   int64_t c = 0, m = 0;
   std::vector<int64_t> kernel, strides, pads, dilations;
   vm::Tensor w, b;  // b undefined without a bias
@@ -74,7 +79,7 @@ std::optional<BlockableConv> blockable_conv(const Expr& call,
   const auto& ops = call->operands;
   if (ops.size() < 2 || ops.size() > 3) return std::nullopt;
   std::optional<int64_t> c = nchw_channels(ops[0].type()), m = nchw_channels(call.type());
-  if (!c || !m || *c < kMinChannels || *m < kMinChannels) return std::nullopt;
+  if (!c || !m || *m < kMinChannels) return std::nullopt;
   BlockableConv r;
   r.c = *c;
   r.m = *m;
@@ -99,11 +104,17 @@ std::optional<BlockableConv> blockable_conv(const Expr& call,
                                : attr_ints(call->attrs, "pads", {0, 0, 0, 0}, where);
   if (r.strides.size() != 2 || r.dilations.size() != 2 || r.pads.size() != 4) return std::nullopt;
   const int64_t group = attr_int(call->attrs, "group", 1, where);
-  r.depthwise = group == r.c && r.m == r.c && r.w.shape()[1] == 1;
-  const bool pointwise =
-      group == 1 && r.w.shape()[1] == r.c && r.kernel == std::vector<int64_t>{1, 1} &&
-      r.strides == std::vector<int64_t>{1, 1} && r.pads == std::vector<int64_t>(4, 0);
-  if (!r.depthwise && !pointwise) return std::nullopt;
+  r.depthwise = group == r.c && r.m == r.c && r.w.shape()[1] == 1 && r.c >= kMinChannels;
+  if (r.depthwise) return r;
+  if (group != 1 || r.w.shape()[1] != r.c) return std::nullopt;
+  r.pointwise = r.kernel == std::vector<int64_t>{1, 1} && r.strides == std::vector<int64_t>{1, 1} &&
+                r.pads == std::vector<int64_t>(4, 0);
+  // A dense conv whose output lanes are mostly padding (40 channels compute 48) runs slower
+  // than in NCHW (kernels/ops/conv_blocked.h): blocked only within kMaxLaneWaste. Pointwise
+  // convs are the cheap links of a depthwise chain and stay in it.
+  const int64_t lanes = ops::channel_blocks(r.m) * kBlock;
+  if (!r.pointwise && (lanes - r.m) * kMaxLaneWaste > r.m) return std::nullopt;
+  r.nchw_input = r.c < kMinChannels;
   return r;
 }
 
@@ -121,32 +132,34 @@ vm::Tensor pack_depthwise(const BlockableConv& conv) {
   return out;
 }
 
-// [M, C, 1, 1] -> [MB, CB, 16 (in), 16 (out)].
-vm::Tensor pack_pointwise(const BlockableConv& conv) {
-  const int64_t cb = ops::channel_blocks(conv.c);
-  vm::Tensor out = zeros({ops::channel_blocks(conv.m), cb, kBlock, kBlock});
+// [M, C, kH, kW] -> [MB, C, kH, kW, 16 (out)].
+vm::Tensor pack_dense(const BlockableConv& conv) {
+  const int64_t per_out = conv.c * conv.kernel[0] * conv.kernel[1];
+  vm::Tensor out =
+      zeros({ops::channel_blocks(conv.m), conv.c, conv.kernel[0], conv.kernel[1], kBlock});
   const float* w = conv.w.data_as<float>();
   float* o = out.data_as<float>();
   for (int64_t m = 0; m < conv.m; ++m) {
-    for (int64_t c = 0; c < conv.c; ++c) {
-      o[(((m / kBlock) * cb + c / kBlock) * kBlock + c % kBlock) * kBlock + m % kBlock] =
-          w[m * conv.c + c];
+    for (int64_t i = 0; i < per_out; ++i) {
+      o[((m / kBlock) * per_out + i) * kBlock + m % kBlock] = w[m * per_out + i];
     }
   }
   return out;
 }
 
-// Whether the module has a depthwise conv to block (the reason to change layouts at all).
-class FindDepthwise : public ExprVisitor {
+// Whether the module has a depthwise or a dense KxK conv to block (the reason to change
+// layouts at all: a pointwise conv alone is as fast in NCHW).
+class FindBlockableConv : public ExprVisitor {
  public:
-  explicit FindDepthwise(const std::unordered_map<uint64_t, ValueFacts>& facts) : facts_(facts) {}
+  explicit FindBlockableConv(const std::unordered_map<uint64_t, ValueFacts>& facts)
+      : facts_(facts) {}
   bool found = false;
 
  protected:
   void visit_call(const Expr& e) override {
     if (!found) {
       std::optional<BlockableConv> conv = blockable_conv(e, facts_);
-      found = conv && conv->depthwise;
+      found = conv && !conv->pointwise;
     }
     visit_operands(e);
   }
@@ -198,6 +211,9 @@ class BlockChannels : public ExprMutator {
     if (value->name == "GlobalAveragePool" || value->name == "ReduceMean") {
       return block_spatial_mean(var, value, out);
     }
+    if (value->name == "MaxPool" || value->name == "AveragePool") {
+      return block_pool(var, value, out);
+    }
     return {};
   }
 
@@ -242,11 +258,12 @@ class BlockChannels : public ExprMutator {
 
   Expr block_conv(const Expr& var, const Expr& value, const BlockableConv& conv,
                   std::vector<Binding>& out) {
-    Expr x = blocked_operand(value->operands[0], conv.c, out);
+    Expr x =
+        conv.nchw_input ? value->operands[0] : blocked_operand(value->operands[0], conv.c, out);
     if (!x.defined()) return {};
     ++stats_.convs;
-    std::vector<Expr> args{
-        x, make_constant(conv.depthwise ? pack_depthwise(conv) : pack_pointwise(conv))};
+    std::vector<Expr> args{x,
+                           make_constant(conv.depthwise ? pack_depthwise(conv) : pack_dense(conv))};
     if (conv.b.defined()) {
       args.push_back(
           make_constant(pack_channels(conv.b, conv.m, {ops::channel_blocks(conv.m), kBlock})));
@@ -256,7 +273,6 @@ class BlockChannels : public ExprMutator {
                 {"pads", AttrValue{conv.pads}},
                 {"dilations", AttrValue{conv.dilations}},
                 {"depthwise", AttrValue{int64_t{conv.depthwise ? 1 : 0}}},
-                {"in_channels", AttrValue{conv.c}},
                 {"channels", AttrValue{conv.m}}};
     return bind(var, make_call("dynvm.ConvBlocked", args, attrs, blocked_type(value.type())), out);
   }
@@ -348,6 +364,28 @@ class BlockChannels : public ExprMutator {
                 out);
   }
 
+  // A 2-D MaxPool (without indices) or AveragePool of a blocked value, without ceil_mode.
+  Expr block_pool(const Expr& var, const Expr& value, std::vector<Binding>& out) {
+    const Expr& x = value->operands[0];
+    if (!is_blocked(x)) return {};
+    const std::string& where = value->name;
+    const std::string auto_pad = attr_string(value->attrs, "auto_pad", "NOTSET", where);
+    if ((auto_pad != "NOTSET" && auto_pad != "VALID") ||
+        attr_int(value->attrs, "ceil_mode", 0, where) != 0 ||
+        attr_ints(value->attrs, "kernel_shape", {}, where).size() != 2) {
+      return {};
+    }
+    Attrs attrs = value->attrs;
+    attrs.erase("auto_pad");
+    attrs.erase("storage_order");
+    if (auto_pad == "VALID") attrs["pads"] = AttrValue{std::vector<int64_t>(4, 0)};
+    ++stats_.others;
+    const std::string op =
+        value->name == "MaxPool" ? "dynvm.MaxPoolBlocked" : "dynvm.AveragePoolBlocked";
+    return bind(var, make_call(op, {blocked_.at(x->var_id)}, attrs, blocked_type(value.type())),
+                out);
+  }
+
   const std::unordered_map<uint64_t, ValueFacts>& facts_;
   BlockChannelsStats& stats_;
   std::unordered_map<uint64_t, Expr> blocked_;  // NCHW let variable -> its blocked variable
@@ -362,9 +400,9 @@ class BlockChannels : public ExprMutator {
 PassResult block_channels(const TypedModule& in, BlockChannelsStats* stats) {
   BlockChannelsStats local;
   BlockChannelsStats& s = stats != nullptr ? *stats : local;
-  FindDepthwise find(in.facts);
+  FindBlockableConv find(in.facts);
   find.visit_module(in.module);
-  if (!find.found) return PassResult(in, false, "no depthwise conv to block");
+  if (!find.found) return PassResult(in, false, "no conv to block");
   TypedModule out = in;
   BlockChannels blocker(in, s);
   out.module = blocker.mutate_module(in.module);

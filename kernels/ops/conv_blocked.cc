@@ -21,6 +21,9 @@ arith::Expr I(int64_t v) { return arith::make_int(v); }
 // Channel blocks enough to share among the threads as a parallel loop.
 constexpr int64_t kManyBlocks = 8;
 
+// The dense conv's widest register tile (positions).
+constexpr int64_t kMaxTile = 8;
+
 // A blocked tensor's channel blocks and spatial dims, checked.
 struct BlockedShape {
   arith::Expr n, h, w;
@@ -37,13 +40,22 @@ BlockedShape blocked_shape(const TensorType& xb, const char* op) {
   return {s[0], s[2], s[3], s[1].int_value()};
 }
 
-// The ow_block positions x oc_block output blocks register tile of the pointwise conv.
-std::vector<KnobSpec> pointwise_knobs(int64_t out_blocks, const std::vector<arith::Expr>& out) {
+// The ow_block positions x oc_block output blocks register tile of the dense conv.
+std::vector<KnobSpec> dense_knobs(int64_t out_blocks, const std::vector<arith::Expr>& out) {
   // 8 positions x 2 blocks: 16 accumulators, each broadcast input lane feeding two FMAs
   // (measured 114 GFLOP/s at 56x56, 64 -> 64 channels, as the NCHW flat template).
+  // A static width takes a tile that divides it where one does (7 at 7 and 14 wide).
   const int64_t oc_default = out_blocks % 2 == 0 ? 2 : 1;
+  int64_t ow_default = kMaxTile;
+  const arith::Expr& ow = out[3];
+  for (int64_t t : {kMaxTile, int64_t{7}, int64_t{6}}) {
+    if (ow.is_int_imm() && ow.int_value() % t == 0) {
+      ow_default = t;
+      break;
+    }
+  }
   return {{"oc_block", {1, 2, 4}, oc_default},
-          {"ow_block", {4, 8, 16}, 8},
+          {"ow_block", {4, 6, 7, kMaxTile}, ow_default},
           reduction_knobs(out).front()};  // parallel
 }
 
@@ -74,18 +86,8 @@ OpInstance depthwise(const BlockedShape& g, const TensorRef& X, const TensorRef&
   TensorRef WL = te::compute("WLocal", W->shape(), [&](const Indices& i) {
     return te::read(W, {i[0], i[1], i[2], i[3]});
   });
-  // The padded input, inlined: each tap reads `inside ? X[clamped] : 0`, a select that
-  // loop_partition removes from the interior rows and columns.
   auto tap = [&](const Indices& i, int64_t r, int64_t c) {
-    const arith::Expr y = i[2] * win.strides[0] + (r * win.dilations[0] - win.pad_begin(0));
-    const arith::Expr x = i[3] * win.strides[1] + (c * win.dilations[1] - win.pad_begin(1));
-    const arith::Expr inside =
-        arith::logical_and(arith::logical_and(arith::ge(y, 0), arith::lt(y, g.h)),
-                           arith::logical_and(arith::ge(x, 0), arith::lt(x, g.w)));
-    tir::Expr v = te::read(X, {i[0], i[1], arith::max(arith::min(y, g.h - 1), 0),
-                               arith::max(arith::min(x, g.w - 1), 0), i[4]});
-    v = tir::select(tir::index_value(inside, tir::boolean()), v, tir::make_const(v.type(), 0.0));
-    return v * te::read(WL, {i[1], I(r), I(c), i[4]});
+    return blocked_tap(X, i, win, r, c, 0.0) * te::read(WL, {i[1], I(r), I(c), i[4]});
   };
   TensorRef Y =
       te::compute("Y", {g.n, I(g.blocks), oh, ow, I(kChannelBlock)}, [&](const Indices& i) {
@@ -119,39 +121,82 @@ OpInstance depthwise(const BlockedShape& g, const TensorRef& X, const TensorRef&
   return op;
 }
 
-OpInstance pointwise(const BlockedShape& g, const TensorRef& X, const TensorRef& W,
-                     const TensorRef& B, int64_t in_channels, const FusedEpilogue* e) {
-  const int64_t out_blocks = W->shape()[0].int_value();
-  const std::vector<arith::Expr> shape{g.n, I(out_blocks), g.h, g.w, I(kChannelBlock)};
-  // The sum runs over the real input channels only: one axis k read at block k / 16, lane
-  // k % 16 (the padded lanes of the last block would add zeros: 48 of 40 channels).
-  const bool padded = in_channels > 0 && in_channels < g.blocks * kChannelBlock;
-  te::IterVar ib = te::reduce_axis(g.blocks, "ib"), il = te::reduce_axis(kChannelBlock, "il");
-  te::IterVar k = te::reduce_axis(in_channels, "k");
-  TensorRef C = te::compute("Conv", shape, [&](const Indices& i) {
-    if (padded) {
-      const arith::Expr kb = arith::floordiv(k.var, kChannelBlock);
-      const arith::Expr kl = arith::floormod(k.var, kChannelBlock);
-      return te::sum(te::read(X, {i[0], kb, i[2], i[3], kl}) * te::read(W, {i[1], kb, kl, i[4]}),
-                     {k});
+// A dense conv (groups 1; pointwise the 1x1 case): Y[n, ob, oh, ow, o] = sum over input
+// channel c and tap (r, t) of In(n, c, oh*s + r*d, ow*s + t*d) * W[ob, c, r, t, o], In the
+// input padded at the root (blocked: a copy vectorized along the lanes; NCHW: a stem's few
+// channels, scalar). Each input value is broadcast into a register tile of oc_block output
+// blocks x ow_block positions: the reads of a strided or symbolic-width window are scalars, so
+// no vector runs along a row (no rounded width, no strided loads, 7 of 7 positions computed
+// at a 7-wide map). Over a blocked input whose channels fill their blocks, c is two axes
+// (block, lane) with the lane innermost; otherwise one axis read at c / 16, c % 16 (the padded
+// lanes of the last block skipped: 40 of 48).
+OpInstance dense(const TensorType& xt, const TensorRef& X, const TensorRef& W, const TensorRef& B,
+                 const BlockedConvAttrs& a, const FusedEpilogue* e) {
+  const bool blocked_in = xt.shape.size() == 5;
+  const std::vector<int64_t> wd = constant_dims(TensorType{W->dtype(), W->shape()}, 0, "", "");
+  const int64_t out_blocks = wd[0], c_in = wd[1];
+  Window win{a.kernel, a.strides, a.pads, a.dilations};
+  const arith::Expr& n = xt.shape[0];
+  const arith::Expr oh = window_output_dim(xt.shape[2], win, 0);
+  const arith::Expr ow = window_output_dim(xt.shape[3], win, 1);
+  const std::vector<arith::Expr> shape{n, I(out_blocks), oh, ow, I(kChannelBlock)};
+  // Over a symbolic width the accumulator's row reaches kMaxTile - 1 positions past the
+  // output (and the padded input the columns they read), so that the last tile of a row is
+  // a full one in registers, its extra positions computed and not stored: clipped to the
+  // row, its extent was symbolic and its accumulators stayed in memory (128 -> 256
+  // channels, 3x3 stride 2 at 14 wide, tiles of 8: 1540 us, 1000 at tiles of 7). Only where
+  // the input is copied anyway to pad it: a ResNet's 1x1 stride-2 shortcut copied for its
+  // extra columns alone ran 58 us against 31 in NCHW.
+  bool has_pads = false;
+  for (int64_t p : win.pads) has_pads |= p != 0;
+  const bool round_width = !ow.is_int_imm() && has_pads;
+  std::vector<arith::Expr> conv_shape = shape;
+  arith::Expr extra_columns = I(0);
+  if (round_width) {
+    conv_shape[3] = arith::simplify(ow + (kMaxTile - 1));
+    extra_columns = I((kMaxTile - 1) * win.strides[1]);
+  }
+  const TensorRef P = pad_spatial(X, win, 0.0, extra_columns);
+  const bool full_blocks = blocked_in && c_in % kChannelBlock == 0;
+  te::IterVar ib = te::reduce_axis(c_in / kChannelBlock, "ib");
+  te::IterVar il = te::reduce_axis(kChannelBlock, "il");
+  te::IterVar k = te::reduce_axis(c_in, "k");
+  te::IterVar rh = te::reduce_axis(a.kernel[0], "rh"), rw = te::reduce_axis(a.kernel[1], "rw");
+  TensorRef C = te::compute("Conv", conv_shape, [&](const Indices& i) {
+    const arith::Expr y = i[2] * win.strides[0] + rh.var * win.dilations[0];
+    const arith::Expr x = i[3] * win.strides[1] + rw.var * win.dilations[1];
+    if (full_blocks) {
+      const arith::Expr c = ib.var * kChannelBlock + il.var;
+      return te::sum(
+          te::read(P, {i[0], ib.var, y, x, il.var}) * te::read(W, {i[1], c, rh.var, rw.var, i[4]}),
+          {ib, rh, rw, il});
     }
-    return te::sum(
-        te::read(X, {i[0], ib.var, i[2], i[3], il.var}) * te::read(W, {i[1], ib.var, il.var, i[4]}),
-        {ib, il});
+    std::vector<arith::Expr> xi{i[0], k.var, y, x};
+    if (blocked_in) {
+      xi = {i[0], arith::floordiv(k.var, kChannelBlock), y, x,
+            arith::floormod(k.var, kChannelBlock)};
+    }
+    return te::sum(te::read(P, xi) * te::read(W, {i[1], k.var, rh.var, rw.var, i[4]}), {k, rh, rw});
   });
   TensorRef Y = te::compute("Y", shape, [&](const Indices& i) {
     tir::Expr y = te::read(C, {i[0], i[1], i[2], i[3], i[4]});
     if (B) y = y + te::read(B, {i[1], i[4]});
     return e != nullptr ? e->apply(y, i) : y;
   });
-  OpInstance op = blocked_conv_op("conv_blocked_pw", X, W, B, Y, e);
-  op.knobs = pointwise_knobs(out_blocks, shape);
-  op.schedule = [Y, C, specs = op.knobs, out_blocks](const KnobValues& knobs) {
+  std::string name = "conv_blocked_" + std::to_string(a.kernel[0]) + "x" +
+                     std::to_string(a.kernel[1]) + (blocked_in ? "" : "_from_nchw");
+  OpInstance op = blocked_conv_op(name, X, W, B, Y, e);
+  op.knobs = dense_knobs(out_blocks, shape);
+  const TensorRef pad = P == X ? nullptr : P;
+  op.schedule = [Y, C, pad, blocked_in, specs = op.knobs, out_blocks](const KnobValues& knobs) {
     const int64_t oc_block = knob_value(specs, knobs, "oc_block");
     const int64_t ow_block = knob_value(specs, knobs, "ow_block");
     if (oc_block <= 0 || ow_block <= 0)
       user_error("conv_blocked: oc_block and ow_block must be > 0");
+    const bool parallel = knob_value(specs, knobs, "parallel") != 0;
     te::Schedule s = te::create_schedule({Y});
+    // The blocked copy one vector of lanes at a time; NCHW's scalar, as conv.cc's.
+    if (pad) schedule_injective(s, pad, blocked_in ? kChannelBlock : 1, parallel);
     te::Stage& so = s[Y];
     auto [obo, obi] = so.split(so.axis(1), oc_block);
     auto [xo, xi] = so.split(so.axis(3), ow_block);
@@ -159,7 +204,7 @@ OpInstance pointwise(const BlockedShape& g, const TensorRef& X, const TensorRef&
     so.vectorize(so.axis(4));
     so.unroll(obi);
     so.unroll(xi);
-    if (knob_value(specs, knobs, "parallel") != 0) {
+    if (parallel) {
       // Enough output blocks: (n, block) in parallel; else the rows (a 24-channel layer has
       // one block pair, and would run on one thread).
       if ((out_blocks + oc_block - 1) / oc_block >= 4) {
@@ -176,48 +221,58 @@ OpInstance pointwise(const BlockedShape& g, const TensorRef& X, const TensorRef&
   return op;
 }
 
-OpInstance conv_blocked_with(const TensorType& xb, const TensorType& w,
+OpInstance conv_blocked_with(const TensorType& x, const TensorType& w,
                              const std::optional<TensorType>& bias, const BlockedConvAttrs& a,
                              const FusedEpilogue* e) {
   const char* op = "conv_blocked";
-  const BlockedShape g = blocked_shape(xb, op);
-  if (w.dtype != xb.dtype) user_error(op, ": W's dtype differs from X's");
+  if (w.dtype != x.dtype) user_error(op, ": W's dtype differs from X's");
   std::vector<int64_t> wd = constant_dims(w, 0, op, "W's dims");
-  if (a.kernel.size() != 2) user_error(op, ": a 2-D kernel is required");
-  const std::vector<int64_t> strides = spatial_values(a.strides, 2, 1, 1, op, "strides");
-  const std::vector<int64_t> pads = spatial_values(a.pads, 4, 0, 0, op, "pads");
-  const std::vector<int64_t> dilations = spatial_values(a.dilations, 2, 1, 1, op, "dilations");
+  if (a.kernel.size() != 2 || a.kernel[0] < 1 || a.kernel[1] < 1) {
+    user_error(op, ": a 2-D kernel of positive sizes is required");
+  }
+  BlockedConvAttrs checked = a;
+  checked.strides = spatial_values(a.strides, 2, 1, 1, op, "strides");
+  checked.pads = spatial_values(a.pads, 4, 0, 0, op, "pads");
+  checked.dilations = spatial_values(a.dilations, 2, 1, 1, op, "dilations");
   int64_t out_blocks = 0;
+  std::optional<BlockedShape> g;
+  if (a.depthwise || x.shape.size() != 4) g = blocked_shape(x, op);
   if (a.depthwise) {
-    if (wd != std::vector<int64_t>{g.blocks, a.kernel[0], a.kernel[1], kChannelBlock}) {
-      user_error(op, ": depthwise W must be [", g.blocks, ", ", a.kernel[0], ", ", a.kernel[1],
+    if (wd != std::vector<int64_t>{g->blocks, a.kernel[0], a.kernel[1], kChannelBlock}) {
+      user_error(op, ": depthwise W must be [", g->blocks, ", ", a.kernel[0], ", ", a.kernel[1],
                  ", ", kChannelBlock, "]");
     }
-    out_blocks = g.blocks;
+    out_blocks = g->blocks;
   } else {
-    const bool unit = a.kernel == std::vector<int64_t>{1, 1} &&
-                      strides == std::vector<int64_t>{1, 1} && pads == std::vector<int64_t>(4, 0);
-    if (!unit)
-      user_error(op, ": a blocked conv is depthwise or pointwise (1x1, stride 1, no pads)");
-    if (wd.size() != 4 || wd[1] != g.blocks || wd[2] != kChannelBlock || wd[3] != kChannelBlock) {
-      user_error(op, ": pointwise W must be [out blocks, ", g.blocks, ", ", kChannelBlock, ", ",
-                 kChannelBlock, "]");
+    if (!g) check_float_input(x, op, "X");
+    if (!g && !x.shape[1].is_int_imm()) user_error(op, ": an NCHW X needs static channels");
+    const int64_t channels = g ? 0 : x.shape[1].int_value();
+    const bool fits = wd.size() == 5 && wd[1] >= 1 && wd[2] == a.kernel[0] &&
+                      wd[3] == a.kernel[1] && wd[4] == kChannelBlock &&
+                      (g ? channel_blocks(wd[1]) == g->blocks : wd[1] == channels);
+    if (!fits) {
+      user_error(op, ": dense W must be [out blocks, input channels, ", a.kernel[0], ", ",
+                 a.kernel[1], ", ", kChannelBlock, "] matching X's channels");
     }
     out_blocks = wd[0];
   }
-  if (bias && (bias->dtype != xb.dtype || constant_dims(*bias, 0, op, "B's dims") !=
-                                              std::vector<int64_t>{out_blocks, kChannelBlock})) {
+  if (bias && (bias->dtype != x.dtype || constant_dims(*bias, 0, op, "B's dims") !=
+                                             std::vector<int64_t>{out_blocks, kChannelBlock})) {
     user_error(op, ": B must be [", out_blocks, ", ", kChannelBlock, "] of X's dtype");
   }
-  TensorRef X = te::placeholder("X", xb.shape, xb.dtype);
+  TensorRef X = te::placeholder("X", x.shape, x.dtype);
   TensorRef W = te::placeholder("W", w.shape, w.dtype);
   TensorRef B = bias ? te::placeholder("B", bias->shape, bias->dtype) : nullptr;
-  if (!a.depthwise) return pointwise(g, X, W, B, a.in_channels, e);
-  BlockedConvAttrs checked = a;
-  checked.strides = strides;
-  checked.pads = pads;
-  checked.dilations = dilations;
-  return depthwise(g, X, W, B, checked, e);
+  Window win{checked.kernel, checked.strides, checked.pads, checked.dilations};
+  std::vector<arith::Expr> out{x.shape[0], I(out_blocks)};
+  for (size_t d = 0; d < 2; ++d) out.push_back(window_output_dim(x.shape[2 + d], win, d));
+  for (size_t d = 2; d < 4; ++d) {
+    if (out[d].is_int_imm() && out[d].int_value() < 1) {
+      user_error(op, ": output dim ", d, " is ", out[d].int_value(), " (window larger than input)");
+    }
+  }
+  if (!a.depthwise) return dense(x, X, W, B, checked, e);
+  return depthwise(*g, X, W, B, checked, e);
 }
 
 // A layout change: stage "Tile" reads X (`read`, at Y's indices) and Y copies it, so that a
@@ -245,6 +300,26 @@ OpInstance layout_change(const std::string& name, const TensorRef& X,
 }
 
 }  // namespace
+
+tir::Expr blocked_tap(const TensorRef& X, const Indices& i, const Window& win, int64_t r, int64_t c,
+                      double pad_value) {
+  const arith::Expr& h = X->shape()[2];
+  const arith::Expr& w = X->shape()[3];
+  const arith::Expr y = i[2] * win.strides[0] + (r * win.dilations[0] - win.pad_begin(0));
+  const arith::Expr x = i[3] * win.strides[1] + (c * win.dilations[1] - win.pad_begin(1));
+  tir::Expr v = te::read(X, {i[0], i[1], arith::max(arith::min(y, h - 1), 0),
+                             arith::max(arith::min(x, w - 1), 0), i[4]});
+  return tir::select(tir::index_value(blocked_tap_inside(X, i, win, r, c), tir::boolean()), v,
+                     tir::make_const(v.type(), pad_value));
+}
+
+arith::Expr blocked_tap_inside(const TensorRef& X, const Indices& i, const Window& win, int64_t r,
+                               int64_t c) {
+  const arith::Expr y = i[2] * win.strides[0] + (r * win.dilations[0] - win.pad_begin(0));
+  const arith::Expr x = i[3] * win.strides[1] + (c * win.dilations[1] - win.pad_begin(1));
+  return arith::logical_and(arith::logical_and(arith::ge(y, 0), arith::lt(y, X->shape()[2])),
+                            arith::logical_and(arith::ge(x, 0), arith::lt(x, X->shape()[3])));
+}
 
 OpInstance to_blocked(const TensorType& x) {
   check_float_input(x, "to_blocked", "X");

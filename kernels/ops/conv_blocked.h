@@ -11,12 +11,14 @@
 //
 //   to_blocked(x [N, C, H, W])              -> [N, ceil(C/16), H, W, 16], zero past C
 //   from_blocked(xb [N, CB, H, W, 16], C)   -> [N, C, H, W]
-//   conv_blocked(xb, w, bias, attrs)        -> [N, ceil(M/16), OH, OW, 16]
-//     depthwise (groups = C = M): w [CB, kH, kW, 16], each output the sum of its taps
-//       written out (no reduction loop: loop_partition then splits the borders off the
+//   conv_blocked(x, w, bias, attrs)         -> [N, ceil(M/16), OH, OW, 16]
+//     depthwise (groups = C = M, x blocked): w [CB, kH, kW, 16], each output the sum of its
+//       taps written out (no reduction loop: loop_partition then splits the borders off the
 //       output rows and columns only) with the weights staged in registers per block;
-//     pointwise (1x1, unit strides, no pads): w [MB, CB, 16 (in), 16 (out)], a register tile
-//       of oc_block output blocks x ow_block positions, each input lane broadcast into it;
+//     dense (groups 1, any window; pointwise is 1x1): w [MB, C, kH, kW, 16 (out)], x blocked
+//       or NCHW (a stem's 3 channels: its output blocked without a conversion), a register
+//       tile of oc_block output blocks x ow_block positions, each input value broadcast into
+//       it; the sum runs over the C real input channels only (never a padded lane);
 //   bias [MB, 16] (zero past M).
 // Both take an epilogue (compiler/passes/fuse_ops) at the blocked output's indices.
 #pragma once
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "kernels/ops/op.h"
+#include "kernels/ops/window.h"
 
 namespace dynvm::ops {
 
@@ -43,13 +46,19 @@ struct BlockedConvAttrs {
   std::vector<int64_t> strides;    // default 1
   std::vector<int64_t> pads;       // [h_begin, w_begin, h_end, w_end], default 0
   std::vector<int64_t> dilations;  // default 1
-  bool depthwise = false;          // else pointwise: kernel 1x1, unit strides, no pads
-  // Pointwise: the input channels with weights (the sum skips the padded lanes of the last
-  // block); 0: every lane.
-  int64_t in_channels = 0;
+  bool depthwise = false;          // else dense
 };
 
 OpInstance conv_blocked(const TensorType& xb, const TensorType& w,
                         const std::optional<TensorType>& bias, const BlockedConvAttrs& attrs);
+
+// Tap (r, c) of `win` at output index i ([n, block, oh, ow, lane]) of a blocked X: the padded
+// input inlined, `inside ? X[clamped] : pad_value`, a select that loop_partition removes from
+// the interior rows and columns (the depthwise conv's and the blocked pools' reads).
+tir::Expr blocked_tap(const te::TensorRef& X, const te::Indices& i, const Window& win, int64_t r,
+                      int64_t c, double pad_value);
+// Whether that tap is inside X.
+arith::Expr blocked_tap_inside(const te::TensorRef& X, const te::Indices& i, const Window& win,
+                               int64_t r, int64_t c);
 
 }  // namespace dynvm::ops

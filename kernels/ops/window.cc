@@ -37,6 +37,7 @@ te::TensorRef pad_spatial(const te::TensorRef& x, const Window& w, double pad_va
     if (d + 1 == w.rank()) extent = arith::simplify(extent + extra_end);
     shape.push_back(extent);
   }
+  shape.insert(shape.end(), in.begin() + 2 + w.rank(), in.end());  // lanes: unpadded
   return te::compute("Pad", shape, [&](const te::Indices& i) {
     std::vector<arith::Expr> idx = {i[0], i[1]};
     arith::Expr inside = arith::make_bool(true);
@@ -47,6 +48,7 @@ te::TensorRef pad_spatial(const te::TensorRef& x, const Window& w, double pad_va
           arith::logical_and(inside, arith::logical_and(arith::ge(pos, 0), arith::lt(pos, extent)));
       idx.push_back(arith::max(arith::min(pos, extent - 1), 0));
     }
+    idx.insert(idx.end(), i.begin() + 2 + w.rank(), i.end());
     tir::Expr v = te::read(x, idx);
     return tir::select(tir::index_value(inside, tir::boolean()), v,
                        tir::make_const(v.type(), pad_value));

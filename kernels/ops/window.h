@@ -30,10 +30,10 @@ std::vector<int64_t> spatial_values(const std::vector<int64_t>& values, size_t r
 // floordiv(in + pad_begin + pad_end - dilation*(kernel-1) - 1, stride) + 1.
 arith::Expr window_output_dim(const arith::Expr& in, const Window& w, size_t d);
 
-// x ([N, C, spatial...]) with the window's pads around its spatial dims, `pad_value`
-// outside, and `extra_end` more elements after the last dim (conv's rounded-up width); x
-// itself when there is nothing to add. The reads are clamped into range: select evaluates
-// both of its sides.
+// x ([N, C, spatial..., lanes...]: a blocked tensor's lanes pass through) with the window's pads
+// around its spatial dims, `pad_value` outside, and `extra_end` more elements after the last dim
+// (conv's rounded-up width); x itself when there is nothing to add. The reads are clamped into
+// range: select evaluates both of its sides.
 te::TensorRef pad_spatial(const te::TensorRef& x, const Window& w, double pad_value,
                           const arith::Expr& extra_end = arith::make_int(0));
 

@@ -1,8 +1,10 @@
 // block_channels: a depthwise-separable block with squeeze-and-excitation (depthwise 3x3
 // stride 2, HardSwish, GlobalAveragePool, Sigmoid, Mul, pointwise conv, a per-channel Add)
 // moves into the blocked layout with one conversion in and one out; the whole pipeline's
-// values against double loops at sizes from 1x1 up (odd widths, a batch); a model without a
-// depthwise conv is left alone.
+// values against double loops at sizes from 1x1 up (odd widths, a batch). A ResNet-style
+// stem and residual block (a 7x7 stride-2 conv over the 3-channel NCHW input, MaxPool, dense
+// 3x3 convs, a residual Add, AveragePool) moves with no conversion in, against double loops;
+// a model whose dense convs would compute mostly padded lanes is left alone.
 #include "compiler/passes/block_channels.h"
 
 #include <gtest/gtest.h>
@@ -148,10 +150,146 @@ TEST(BlockChannels, BlockedPipelineMatchesDoubleLoops) {
   }
 }
 
-TEST(BlockChannels, LeavesAModelWithoutDepthwiseConvsInNchw) {
+TEST(BlockChannels, LeavesAModelWhoseDenseConvsWouldPadMostLanesInNchw) {
+  // 20 channels compute 32 lanes; the pointwise conv alone is no reason to block.
   PassResult r = block_channels(infer_types_with_facts(parse_module(block(false))));
   EXPECT_FALSE(r.changed);
   EXPECT_EQ(call_counts(r.module)["Conv"], 2);
+}
+
+// A ResNet-style stem and block over x [n, 3, h, w]: 7x7 stride-2 conv to 16 channels, Relu,
+// MaxPool 3x3 stride 2, a 3x3 conv, Relu, a 3x3 conv, the residual Add, Relu, AveragePool 2x2
+// stride 2 (without its pads counted), a 1x1 conv to 32.
+constexpr int64_t kStem = 16, kOut = 32;
+
+std::string resnet() {
+  std::ostringstream os;
+  os << "dim n: 1..8\ndim h: 1..128\ndim w: 1..128\nfn @main(%x: f32[n, 3, h, w]) {\n"
+     << "  %a = Conv(%x, " << constant({kStem, 3, 7, 7}, 1) << ", " << constant({kStem}, 2)
+     << ") {pads=[3, 3, 3, 3], strides=[2, 2]}\n"
+     << "  %b = Relu(%a)\n"
+     << "  %p = MaxPool(%b) {kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]}\n"
+     << "  %c = Conv(%p, " << constant({kStem, kStem, 3, 3}, 3) << ", " << constant({kStem}, 4)
+     << ") {pads=[1, 1, 1, 1]}\n"
+     << "  %d = Relu(%c)\n"
+     << "  %e = Conv(%d, " << constant({kStem, kStem, 3, 3}, 5) << ") {pads=[1, 1, 1, 1]}\n"
+     << "  %f = Add(%e, %p)\n"
+     << "  %g = Relu(%f)\n"
+     << "  %q = AveragePool(%g) {kernel_shape=[2, 2], pads=[0, 0, 1, 1], strides=[2, 2]}\n"
+     << "  %y = Conv(%q, " << constant({kOut, kStem, 1, 1}, 6) << ")\n"
+     << "  return %y\n}\n";
+  return os.str();
+}
+
+// NCHW double tensors [c][y][x] of one image, and the ops of resnet() over them.
+using Planes = std::vector<std::vector<std::vector<double>>>;
+
+Planes conv(const Planes& x, int64_t m, int64_t k, int64_t stride, int64_t pad, int64_t w_salt,
+            int64_t b_salt) {
+  const int64_t c = static_cast<int64_t>(x.size()), h = static_cast<int64_t>(x[0].size());
+  const int64_t w = static_cast<int64_t>(x[0][0].size());
+  const int64_t oh = (h + 2 * pad - k) / stride + 1, ow = (w + 2 * pad - k) / stride + 1;
+  Planes y(m, std::vector<std::vector<double>>(oh, std::vector<double>(ow)));
+  for (int64_t o = 0; o < m; ++o)
+    for (int64_t r = 0; r < oh; ++r)
+      for (int64_t q = 0; q < ow; ++q) {
+        double acc = b_salt < 0 ? 0.0 : weight(o, b_salt);
+        for (int64_t i = 0; i < c; ++i)
+          for (int64_t ky = 0; ky < k; ++ky)
+            for (int64_t kx = 0; kx < k; ++kx) {
+              const int64_t iy = r * stride - pad + ky, ix = q * stride - pad + kx;
+              if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+              acc += x[i][iy][ix] * weight(((o * c + i) * k + ky) * k + kx, w_salt);
+            }
+        y[o][r][q] = acc;
+      }
+  return y;
+}
+
+// Max (average: over the taps inside) of k x k windows, pads (begin, end) per dim.
+Planes pool(const Planes& x, bool max, int64_t k, int64_t stride, int64_t pb, int64_t pe) {
+  const int64_t h = static_cast<int64_t>(x[0].size()), w = static_cast<int64_t>(x[0][0].size());
+  const int64_t oh = (h + pb + pe - k) / stride + 1, ow = (w + pb + pe - k) / stride + 1;
+  Planes y(x.size(), std::vector<std::vector<double>>(oh, std::vector<double>(ow)));
+  for (size_t c = 0; c < x.size(); ++c)
+    for (int64_t r = 0; r < oh; ++r)
+      for (int64_t q = 0; q < ow; ++q) {
+        double acc = max ? -INFINITY : 0.0;
+        int count = 0;
+        for (int64_t ky = 0; ky < k; ++ky)
+          for (int64_t kx = 0; kx < k; ++kx) {
+            const int64_t iy = r * stride - pb + ky, ix = q * stride - pb + kx;
+            if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+            acc = max ? std::max(acc, x[c][iy][ix]) : acc + x[c][iy][ix];
+            ++count;
+          }
+        y[c][r][q] = max ? acc : acc / count;
+      }
+  return y;
+}
+
+Planes relu(Planes x) {
+  for (auto& plane : x)
+    for (auto& row : plane)
+      for (double& v : row) v = std::max(v, 0.0);
+  return x;
+}
+
+Planes resnet_reference(const vm::Tensor& x, int64_t image, int64_t h, int64_t w) {
+  Planes in(3, std::vector<std::vector<double>>(h, std::vector<double>(w)));
+  for (int64_t c = 0; c < 3; ++c)
+    for (int64_t y = 0; y < h; ++y)
+      for (int64_t q = 0; q < w; ++q)
+        in[c][y][q] = x.data_as<float>()[((image * 3 + c) * h + y) * w + q];
+  Planes p = pool(relu(conv(in, kStem, 7, 2, 3, 1, 2)), true, 3, 2, 1, 1);
+  Planes e = conv(relu(conv(p, kStem, 3, 1, 1, 3, 4)), kStem, 3, 1, 1, 5, -1);
+  for (size_t c = 0; c < e.size(); ++c)
+    for (size_t y = 0; y < e[c].size(); ++y)
+      for (size_t q = 0; q < e[c][y].size(); ++q) e[c][y][q] += p[c][y][q];
+  return conv(pool(relu(e), false, 2, 2, 0, 1), kOut, 1, 1, 0, 6, -1);
+}
+
+TEST(BlockChannels, MovesAResNetStemAndBlockWithoutConvertingItsInput) {
+  BlockChannelsStats stats;
+  PassResult r = block_channels(infer_types_with_facts(parse_module(resnet())), &stats);
+  EXPECT_TRUE(r.changed);
+  EXPECT_EQ(stats.convs, 4u);
+  EXPECT_EQ(stats.to_blocked, 0u);  // the stem reads the NCHW input itself
+  std::map<std::string, int> counts = call_counts(dce(r).module);
+  EXPECT_EQ(counts["dynvm.ConvBlocked"], 4) << print_module(r.module);
+  EXPECT_EQ(counts["dynvm.MaxPoolBlocked"], 1);
+  EXPECT_EQ(counts["dynvm.AveragePoolBlocked"], 1);
+  EXPECT_EQ(counts["dynvm.FromBlocked"], 1);
+  EXPECT_EQ(counts["Conv"] + counts["MaxPool"] + counts["AveragePool"], 0);
+}
+
+TEST(BlockChannels, BlockedResNetMatchesDoubleLoops) {
+  vm::Executable exe = compile(parse_module(resnet()), CompileOptions{});
+  vm::VirtualMachine machine(vm::Program::load(std::move(exe)));
+  for (const auto& [n, h, w] :
+       std::vector<std::array<int64_t, 3>>{{1, 8, 8}, {1, 9, 30}, {2, 17, 23}, {1, 40, 13}}) {
+    vm::Tensor x = vm::Tensor::empty({n, 3, h, w}, vm::DType::kFloat32);
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      x.data_as<float>()[i] = static_cast<float>((i * 13 % 29) - 14) / 9.0f;
+    }
+    std::vector<vm::Value> in{x};
+    const vm::Tensor y = machine.run(in).at(0).as_tensor();
+    size_t at = 0;
+    for (int64_t image = 0; image < n; ++image) {
+      const Planes want = resnet_reference(x, image, h, w);
+      if (image == 0) {
+        ASSERT_EQ(y.shape(), (vm::Shape{n, kOut, static_cast<int64_t>(want[0].size()),
+                                        static_cast<int64_t>(want[0][0].size())}));
+      }
+      for (const auto& plane : want)
+        for (const auto& row : plane)
+          for (double v : row) {
+            ASSERT_NEAR(y.data_as<float>()[at], v, 1e-4 * (1 + std::abs(v)))
+                << n << "x" << h << "x" << w << " element " << at;
+            ++at;
+          }
+    }
+  }
 }
 
 }  // namespace

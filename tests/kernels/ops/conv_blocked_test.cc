@@ -1,9 +1,11 @@
 // Channel-blocked convolutions compiled for the host, against plain double loops over NCHW:
 // the input blocked by to_blocked (its lanes past C checked zero), convolved blocked with
 // weights packed as conv_blocked.h documents, and unblocked by from_blocked. Depthwise 3x3
-// stride 2 and 5x5 dilated, with and without a bias, a fused epilogue; pointwise with an odd
-// and an even number of output blocks and non-default knobs; symbolic N/H/W called at sizes
-// from 1x1 (smaller than the window) up, and a static shape. The builders' rejections.
+// stride 2 and 5x5 dilated, with and without a bias, a fused epilogue; dense: pointwise with
+// an odd and an even number of output blocks and non-default knobs, 3x3 of unit and stride 2
+// over full and partial input blocks (NaN in the padded lanes, which the sum must skip),
+// dilated with uneven pads, and stems over an NCHW input; symbolic N/H/W called at sizes from
+// 1x1 (smaller than the window) up, and static shapes. The builders' rejections.
 #include "kernels/ops/conv_blocked.h"
 
 #include <algorithm>
@@ -24,20 +26,30 @@ struct Case {
   bool relu = false;  // a fused epilogue
   KnobValues knobs;
   std::vector<int64_t> static_hw;  // empty: symbolic n, h, w
+  bool nchw_in = false;            // a dense conv over the NCHW input itself
 };
 
 std::vector<Case> cases() {
   BlockedConvAttrs dw3{{3, 3}, {2, 2}, {1, 1, 1, 1}, {}, true};
   BlockedConvAttrs dw5{{5, 5}, {1, 1}, {2, 3, 1, 2}, {2, 1}, true};
   BlockedConvAttrs pw{{1, 1}, {}, {}, {}, false};
-  BlockedConvAttrs pw_in20{{1, 1}, {}, {}, {}, false, 20};  // the sum over 20 of 32 lanes
+  BlockedConvAttrs d3{{3, 3}, {}, {1, 1, 1, 1}, {}, false};
+  BlockedConvAttrs d3_s2{{3, 3}, {2, 2}, {1, 1, 1, 1}, {}, false};
+  BlockedConvAttrs d3_dil{{3, 3}, {1, 2}, {2, 1, 1, 2}, {2, 1}, false};
+  BlockedConvAttrs stem7{{7, 7}, {2, 2}, {3, 3, 3, 3}, {}, false};
   return {
       {"dw3_s2", 20, 20, dw3, true, false, {}, {}},
       {"dw5_dil_nobias_relu", 36, 36, dw5, false, true, {}, {}},
       {"dw3_s2_static", 20, 20, dw3, true, true, {}, {9, 12}},
       {"pw_odd_blocks", 20, 36, pw, true, false, {}, {}},
-      {"pw_in_channels", 20, 24, pw_in20, true, true, {}, {}},
+      {"pw_partial_block_relu", 20, 24, pw, true, true, {}, {}},
       {"pw_even_relu", 36, 32, pw, true, true, {}, {}},
+      {"pw_full_blocks", 32, 24, pw, false, false, {}, {}},
+      {"dense3_full_blocks", 32, 20, d3, true, true, {}, {}},
+      {"dense3_s2_partial", 20, 32, d3_s2, true, false, {}, {}},
+      {"dense3_dil_static", 36, 16, d3_dil, false, true, {}, {9, 12}},
+      {"stem7_nchw", 3, 20, stem7, true, true, {}, {}, true},
+      {"stem3_s2_nchw_static", 3, 16, d3_s2, true, false, {}, {9, 12}, true},
       {"pw_knobs",
        20,
        36,
@@ -50,6 +62,8 @@ std::vector<Case> cases() {
 }
 
 TensorType x_type(const Case& c) {
+  if (c.nchw_in && c.static_hw.empty()) return {kF32, {kN, c.c, kH, kW}};
+  if (c.nchw_in) return {kF32, dims({1, c.c, c.static_hw[0], c.static_hw[1]})};
   if (c.static_hw.empty()) return {kF32, {kN, channel_blocks(c.c), kH, kW, kChannelBlock}};
   return {kF32, dims({1, channel_blocks(c.c), c.static_hw[0], c.static_hw[1], kChannelBlock})};
 }
@@ -58,7 +72,7 @@ vm::Shape w_shape(const Case& c) {
   if (c.attrs.depthwise) {
     return {channel_blocks(c.c), c.attrs.kernel[0], c.attrs.kernel[1], kChannelBlock};
   }
-  return {channel_blocks(c.m), channel_blocks(c.c), kChannelBlock, kChannelBlock};
+  return {channel_blocks(c.m), c.c, c.attrs.kernel[0], c.attrs.kernel[1], kChannelBlock};
 }
 
 OpInstance build(const Case& c) {
@@ -82,7 +96,7 @@ vm::Tensor zeros(const vm::Shape& shape) {
 vm::Tensor pack_weights(const Case& c, const vm::Tensor& w) {
   vm::Tensor p = zeros(w_shape(c));
   float* out = p.data_as<float>();
-  const int64_t kh = c.attrs.kernel[0], kw = c.attrs.kernel[1], cb = channel_blocks(c.c);
+  const int64_t kh = c.attrs.kernel[0], kw = c.attrs.kernel[1];
   for (int64_t o = 0; o < c.m; ++o) {
     if (c.attrs.depthwise) {
       for (int64_t k = 0; k < kh * kw; ++k) {
@@ -91,12 +105,9 @@ vm::Tensor pack_weights(const Case& c, const vm::Tensor& w) {
       }
       continue;
     }
-    for (int64_t i = 0; i < c.c; ++i) {
-      const int64_t idx =
-          (((o / kChannelBlock) * cb + i / kChannelBlock) * kChannelBlock + i % kChannelBlock) *
-              kChannelBlock +
-          o % kChannelBlock;
-      out[idx] = static_cast<float>(at(w, o * c.c + i));
+    for (int64_t i = 0; i < c.c * kh * kw; ++i) {  // (input channel, tap)
+      out[((o / kChannelBlock) * c.c * kh * kw + i) * kChannelBlock + o % kChannelBlock] =
+          static_cast<float>(at(w, o * c.c * kh * kw + i));
     }
   }
   return p;
@@ -108,7 +119,7 @@ vm::Tensor pack_bias(const Case& c, const vm::Tensor& b) {
   return p;
 }
 
-// Y[n, o, y, x] over NCHW x: the depthwise or pointwise conv, bias, relu.
+// Y[n, o, y, x] over NCHW x: the depthwise or dense conv, bias, relu.
 std::vector<double> reference(const Case& c, const vm::Tensor& x, const vm::Tensor& w,
                               const vm::Tensor* b, int64_t n, int64_t h, int64_t wd) {
   const auto& a = c.attrs;
@@ -126,17 +137,16 @@ std::vector<double> reference(const Case& c, const vm::Tensor& x, const vm::Tens
       for (int64_t y = 0; y < oh; ++y)
         for (int64_t xo = 0; xo < ow; ++xo) {
           double acc = b ? at(*b, o) : 0.0;
-          if (a.depthwise) {
+          const int64_t per_out = a.depthwise ? 1 : c.c;
+          for (int64_t i = 0; i < per_out; ++i) {
+            const int64_t ch = a.depthwise ? o : i;
             for (int64_t ky = 0; ky < kh; ++ky)
               for (int64_t kx = 0; kx < kw; ++kx) {
                 const int64_t iy = y * sh - p[0] + ky * dh, ix = xo * sw - p[1] + kx * dw;
                 if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
-                acc += at(x, ((in * c.c + o) * h + iy) * wd + ix) * at(w, (o * kh + ky) * kw + kx);
+                acc += at(x, ((in * c.c + ch) * h + iy) * wd + ix) *
+                       at(w, ((o * per_out + i) * kh + ky) * kw + kx);
               }
-          } else {
-            for (int64_t i = 0; i < c.c; ++i) {
-              acc += at(x, ((in * c.c + i) * h + y) * wd + xo) * at(w, o * c.c + i);
-            }
           }
           out.push_back(c.relu ? std::max(acc, 0.0) : acc);
         }
@@ -146,10 +156,10 @@ std::vector<double> reference(const Case& c, const vm::Tensor& x, const vm::Tens
 TEST(OpsConvBlocked, MatchesNchwLoopsAtEverySize) {
   std::vector<OpToBuild> ops;
   for (const Case& c : cases()) ops.push_back({c.symbol, build(c), c.knobs});
-  for (int64_t ch : {20, 36}) {
+  for (int64_t ch : {20, 32, 36}) {
     ops.push_back({"to" + std::to_string(ch), to_blocked(TensorType{kF32, {kN, ch, kH, kW}})});
   }
-  for (int64_t ch : {20, 24, 32, 36}) {
+  for (int64_t ch : {16, 20, 24, 32, 36}) {
     ops.push_back(
         {"from" + std::to_string(ch),
          from_blocked(TensorType{kF32, {kN, channel_blocks(ch), kH, kW, kChannelBlock}}, ch)});
@@ -179,18 +189,20 @@ TEST(OpsConvBlocked, MatchesNchwLoopsAtEverySize) {
       vm::Tensor w = random_tensor({c.m, per_out, c.attrs.kernel[0], c.attrs.kernel[1]}, kF32, rng);
       vm::Tensor b = random_tensor({c.m}, kF32, rng);
       const int64_t cb = channel_blocks(c.c);
-      vm::Tensor xb =
-          run_op(lib, "to" + std::to_string(c.c), {x}, {n, cb, h, wd, kChannelBlock}, kF32);
-      for (int64_t i = 0; i < xb.numel(); ++i) {
+      vm::Tensor xb = x;
+      if (!c.nchw_in) {
+        xb = run_op(lib, "to" + std::to_string(c.c), {x}, {n, cb, h, wd, kChannelBlock}, kF32);
+      }
+      for (int64_t i = 0; !c.nchw_in && i < xb.numel(); ++i) {
         const int64_t lane = i % kChannelBlock, block = i / (kChannelBlock * h * wd) % cb;
         const int64_t ch = block * kChannelBlock + lane;
         const int64_t pos = i / kChannelBlock % (h * wd), in = i / (kChannelBlock * h * wd * cb);
         const double want = ch < c.c ? at(x, (in * c.c + ch) * h * wd + pos) : 0.0;
         ASSERT_EQ(at(xb, i), want) << what << ": to_blocked element " << i;
       }
-      // A sum over the real input channels only never reads the padded lanes: NaN there
-      // must not reach the output.
-      if (c.attrs.in_channels > 0) {
+      // A dense sum over the real input channels only never reads the padded lanes: NaN
+      // there must not reach the output.
+      if (!c.attrs.depthwise && !c.nchw_in && c.c % kChannelBlock != 0) {
         for (int64_t i = 0; i < xb.numel(); ++i) {
           if (i / (kChannelBlock * h * wd) % cb == cb - 1 &&
               i % kChannelBlock >= c.c % kChannelBlock) {
@@ -218,12 +230,21 @@ TEST(OpsConvBlocked, RejectsWhatItCannotCompute) {
   EXPECT_USER_ERROR(conv_blocked(x, TensorType{kF32, dims({2, 3, 3, 16})}, std::nullopt,
                                  {{5, 5}, {}, {}, {}, true}),
                     "depthwise W must be");
-  EXPECT_USER_ERROR(conv_blocked(x, TensorType{kF32, dims({1, 2, 16, 16})}, std::nullopt,
+  // Dense: W's input channels must fill X's blocks, or be an NCHW X's channels.
+  EXPECT_USER_ERROR(conv_blocked(x, TensorType{kF32, dims({1, 33, 3, 3, 16})}, std::nullopt,
                                  {{3, 3}, {}, {}, {}, false}),
-                    "depthwise or pointwise");
-  EXPECT_USER_ERROR(conv_blocked(x, TensorType{kF32, dims({1, 3, 16, 16})}, std::nullopt,
-                                 {{1, 1}, {}, {}, {}, false}),
-                    "pointwise W must be");
+                    "dense W must be");
+  EXPECT_USER_ERROR(conv_blocked(x, TensorType{kF32, dims({1, 32, 1, 1, 16})}, std::nullopt,
+                                 {{3, 3}, {}, {}, {}, false}),
+                    "dense W must be");
+  EXPECT_USER_ERROR(
+      conv_blocked(TensorType{kF32, {kN, 3, kH, kW}}, TensorType{kF32, dims({1, 4, 3, 3, 16})},
+                   std::nullopt, {{3, 3}, {}, {}, {}, false}),
+      "dense W must be");
+  EXPECT_USER_ERROR(
+      conv_blocked(TensorType{kF32, dims({1, 3, 4, 4})}, TensorType{kF32, dims({1, 3, 7, 7, 16})},
+                   std::nullopt, {{7, 7}, {}, {}, {}, false}),
+      "window larger than input");
   EXPECT_USER_ERROR(from_blocked(x, 33), "do not fill");
   EXPECT_USER_ERROR(to_blocked(TensorType{kF32, {kN, kH, kW, kW}}), "static C");
 }
