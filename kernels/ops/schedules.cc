@@ -68,8 +68,10 @@ void schedule_injective(te::Schedule& s, const te::TensorRef& tensor, int64_t ve
   // first axis: a broadcast read decomposes the fused index, and it then divides by
   // constants only ([n, 30, h, w, 16] * [n, 30, 1, 1, 16] divided by w and by h for every
   // vector: 33 us, against 7 us static). Where the constant axes give fewer than
-  // kMinFusedIterations iterations (a batch of one and three channels), every leading axis
-  // fuses, as the threads need iterations more than the divisions cost.
+  // kMinFusedIterations iterations (a batch of one and three channels), the first symbolic
+  // axis fuses too, as the threads need iterations: one division by it per row of the
+  // inner axes. (Every leading axis fused divided per vector: a squeeze-and-excitation scale
+  // over [1, 3, 56, 40, 16] ran 35 us against 9.5 in NCHW.)
   constexpr int64_t kMinFusedIterations = 4;
   size_t end = 1;
   int64_t constant_iterations = 1;
@@ -77,7 +79,7 @@ void schedule_injective(te::Schedule& s, const te::TensorRef& tensor, int64_t ve
     constant_iterations *= stage.axis(end)->extent.int_value();
     ++end;
   }
-  if (constant_iterations < kMinFusedIterations) end = rank - 1;
+  if (constant_iterations < kMinFusedIterations && end + 1 < rank) ++end;
   te::IterVarRef fused = stage.axis(0);
   for (size_t i = 1; i < end; ++i) fused = stage.fuse(fused, stage.axis(i));
   stage.parallel(fused);
