@@ -154,13 +154,21 @@ class ScanModule : public ExprVisitor {
  public:
   explicit ScanModule(const std::unordered_map<uint64_t, ValueFacts>& facts) : facts_(facts) {}
   bool found = false;
+  bool has_depthwise = false;
   std::unordered_map<uint64_t, std::vector<Expr>> readers;  // variable id -> the calls
+
+  // Whether `conv` is blocked wherever it is, converting its input if need be: a depthwise
+  // conv, and a pointwise one in a module with depthwise convs (the links of their chains).
+  // Other convs only continue a chain into a reader that gains (BlockChannels::block_conv).
+  bool starts_chains(const BlockableConv& conv) const {
+    return conv.depthwise || (conv.pointwise && !conv.nchw_input && has_depthwise);
+  }
 
   // Whether `call` can follow a blocked operand into the layout and gain there (a guess
   // made before the rewrite: an elementwise op may still find an operand it cannot take).
-  // Depthwise and pointwise convs, pools and means do; a dense KxK conv or an elementwise op
-  // only when such a follower reads its result in turn (BlockChannels::block_conv): a chain
-  // of them that ends in a conversion out gains nothing for it.
+  // Convs that start chains, pools and means do; another conv or an elementwise op only when
+  // such a follower reads its result in turn: a chain of them that ends in a conversion out
+  // gains nothing for it.
   bool can_follow(const Expr& call) const {
     static const std::unordered_set<std::string> pools{"MaxPool", "AveragePool",
                                                        "GlobalAveragePool", "ReduceMean"};
@@ -168,7 +176,7 @@ class ScanModule : public ExprVisitor {
     if (call->name == "Conv") {
       std::optional<BlockableConv> conv = blockable_conv(call, facts_);
       if (!conv) return false;
-      if (conv->depthwise || conv->pointwise) return true;
+      if (starts_chains(*conv)) return true;
     } else if (finite_elementwise().count(call->name) == 0 && call->name != "Div") {
       return false;
     }
@@ -191,9 +199,10 @@ class ScanModule : public ExprVisitor {
 
  protected:
   void visit_call(const Expr& e) override {
-    if (!found) {
+    if (!found || !has_depthwise) {
       std::optional<BlockableConv> conv = blockable_conv(e, facts_);
-      found = conv && !conv->pointwise;
+      found = found || (conv && !conv->pointwise);
+      has_depthwise = has_depthwise || (conv && conv->depthwise);
     }
     for (const Expr& o : e->operands) {
       if (o.kind() == ExprKind::kVar) readers[o->var_id].push_back(e);
@@ -302,13 +311,13 @@ class BlockChannels : public ExprMutator {
 
   Expr block_conv(const Expr& var, const Expr& value, const BlockableConv& conv,
                   std::vector<Binding>& out) {
-    // A dense KxK conv gains 5-15% blocked, about what a conversion of its input or output
+    // A dense conv gains 5-15% blocked, about what a conversion of its input or output
     // costs: it continues a blocked chain (or starts one from a stem's few NCHW channels)
     // into an op that can follow it. (A U-Net's convs between group norms, each converted
     // in and out, ran 7-15% slower; a super-resolution net's last blocked conv before an
-    // NCHW one, 3% slower with its conversion.) Depthwise and pointwise convs start and end
-    // chains themselves.
-    if (!conv.depthwise && (!conv.pointwise || conv.nchw_input)) {
+    // NCHW one, 3% slower with its conversion.) The convs of depthwise-separable chains
+    // start and end chains themselves (ScanModule::starts_chains).
+    if (!scan_.starts_chains(conv)) {
       const bool starts = conv.nchw_input || is_blocked(value->operands[0]);
       if (!starts || !scan_.read_by_follower(var->var_id)) return {};
     }

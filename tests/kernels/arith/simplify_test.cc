@@ -128,6 +128,10 @@ TEST_F(ArithSimplify, RecombinesQuotientAndRemainder) {
   EXPECT_EQ(simplified("(f // 8)*16 + (f % 8)*2 + 1"), "f*2 + 1");
   EXPECT_EQ(simplified("((x*4 + 2) // 8)*8 + (x*4 + 2) % 8"), "x*4 + 2");
   EXPECT_EQ(simplified("(f // 8)*8 + f % 4"), "(f floordiv 8)*8 + f floormod 4");
+  // Three axes fused into one index ([2, 24, 32] rows, each axis recovered from the fused f)
+  // flattened again; the middle quotient nests, (f // 32) // 24 == f // 768.
+  EXPECT_EQ(simplified("((f // 768)*24 + (f // 32) % 24)*32 + f % 32"), "f");
+  EXPECT_EQ(simplified("(f // 768)*768 + ((f // 32) % 24)*32 + f % 32 + 5"), "f + 5");
   // A symbolic divisor: (row, column) of a flattened index over a symbolic width, and the
   // same inside a larger sum (a channel's plane plus the position in it).
   EXPECT_EQ(simplified("(f // w)*w + f % w"), "f");
