@@ -87,7 +87,7 @@ OpInstance depthwise(const BlockedShape& g, const TensorRef& X, const TensorRef&
     return te::read(W, {i[0], i[1], i[2], i[3]});
   });
   auto tap = [&](const Indices& i, int64_t r, int64_t c) {
-    return blocked_tap(X, i, win, r, c, 0.0) * te::read(WL, {i[1], I(r), I(c), i[4]});
+    return window_tap(X, i, win, r, c, 0.0) * te::read(WL, {i[1], I(r), I(c), i[4]});
   };
   TensorRef Y =
       te::compute("Y", {g.n, I(g.blocks), oh, ow, I(kChannelBlock)}, [&](const Indices& i) {
@@ -300,26 +300,6 @@ OpInstance layout_change(const std::string& name, const TensorRef& X,
 }
 
 }  // namespace
-
-tir::Expr blocked_tap(const TensorRef& X, const Indices& i, const Window& win, int64_t r, int64_t c,
-                      double pad_value) {
-  const arith::Expr& h = X->shape()[2];
-  const arith::Expr& w = X->shape()[3];
-  const arith::Expr y = i[2] * win.strides[0] + (r * win.dilations[0] - win.pad_begin(0));
-  const arith::Expr x = i[3] * win.strides[1] + (c * win.dilations[1] - win.pad_begin(1));
-  tir::Expr v = te::read(X, {i[0], i[1], arith::max(arith::min(y, h - 1), 0),
-                             arith::max(arith::min(x, w - 1), 0), i[4]});
-  return tir::select(tir::index_value(blocked_tap_inside(X, i, win, r, c), tir::boolean()), v,
-                     tir::make_const(v.type(), pad_value));
-}
-
-arith::Expr blocked_tap_inside(const TensorRef& X, const Indices& i, const Window& win, int64_t r,
-                               int64_t c) {
-  const arith::Expr y = i[2] * win.strides[0] + (r * win.dilations[0] - win.pad_begin(0));
-  const arith::Expr x = i[3] * win.strides[1] + (c * win.dilations[1] - win.pad_begin(1));
-  return arith::logical_and(arith::logical_and(arith::ge(y, 0), arith::lt(y, X->shape()[2])),
-                            arith::logical_and(arith::ge(x, 0), arith::lt(x, X->shape()[3])));
-}
 
 OpInstance to_blocked(const TensorType& x) {
   check_float_input(x, "to_blocked", "X");

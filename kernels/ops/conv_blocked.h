@@ -27,7 +27,6 @@
 #include <vector>
 
 #include "kernels/ops/op.h"
-#include "kernels/ops/window.h"
 
 namespace dynvm::ops {
 
@@ -51,14 +50,5 @@ struct BlockedConvAttrs {
 
 OpInstance conv_blocked(const TensorType& xb, const TensorType& w,
                         const std::optional<TensorType>& bias, const BlockedConvAttrs& attrs);
-
-// Tap (r, c) of `win` at output index i ([n, block, oh, ow, lane]) of a blocked X: the padded
-// input inlined, `inside ? X[clamped] : pad_value`, a select that loop_partition removes from
-// the interior rows and columns (the depthwise conv's and the blocked pools' reads).
-tir::Expr blocked_tap(const te::TensorRef& X, const te::Indices& i, const Window& win, int64_t r,
-                      int64_t c, double pad_value);
-// Whether that tap is inside X.
-arith::Expr blocked_tap_inside(const te::TensorRef& X, const te::Indices& i, const Window& win,
-                               int64_t r, int64_t c);
 
 }  // namespace dynvm::ops

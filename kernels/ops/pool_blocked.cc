@@ -54,12 +54,12 @@ OpInstance pool_blocked(Kind kind, const TensorType& xb, const PoolAttrs& attrs)
     tir::Expr y, count;
     for (int64_t r = 0; r < win.kernel[0]; ++r) {
       for (int64_t c = 0; c < win.kernel[1]; ++c) {
-        tir::Expr v = blocked_tap(X, i, win, r, c, pad);
+        tir::Expr v = window_tap(X, i, win, r, c, pad);
         y = !y.defined() ? v : kind == Kind::kMax ? tir::max(y, v) : y + v;
         if (kind == Kind::kMax || attrs.count_include_pad) continue;
         // The taps inside the input: a constant once loop_partition splits the borders off.
         tir::Expr one =
-            tir::select(tir::index_value(blocked_tap_inside(X, i, win, r, c), tir::boolean()),
+            tir::select(tir::index_value(window_tap_inside(X, i, win, r, c), tir::boolean()),
                         tir::make_const(v.type(), 1.0), tir::make_const(v.type(), 0.0));
         count = count.defined() ? count + one : one;
       }

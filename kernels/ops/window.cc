@@ -1,6 +1,8 @@
 // Sliding-window geometry shared by conv and pool (see window.h).
 #include "kernels/ops/window.h"
 
+#include <utility>
+
 #include "kernels/arith/simplify.h"
 #include "vm/error.h"
 
@@ -53,6 +55,37 @@ te::TensorRef pad_spatial(const te::TensorRef& x, const Window& w, double pad_va
     return tir::select(tir::index_value(inside, tir::boolean()), v,
                        tir::make_const(v.type(), pad_value));
   });
+}
+
+namespace {
+
+// Input row and column of tap (r, c) at output index i.
+std::pair<arith::Expr, arith::Expr> tap_position(const te::Indices& i, const Window& w, int64_t r,
+                                                 int64_t c) {
+  return {i[2] * w.strides[0] + (r * w.dilations[0] - w.pad_begin(0)),
+          i[3] * w.strides[1] + (c * w.dilations[1] - w.pad_begin(1))};
+}
+
+}  // namespace
+
+arith::Expr window_tap_inside(const te::TensorRef& x, const te::Indices& i, const Window& w,
+                              int64_t r, int64_t c) {
+  const auto [y, col] = tap_position(i, w, r, c);
+  return arith::logical_and(arith::logical_and(arith::ge(y, 0), arith::lt(y, x->shape()[2])),
+                            arith::logical_and(arith::ge(col, 0), arith::lt(col, x->shape()[3])));
+}
+
+tir::Expr window_tap(const te::TensorRef& x, const te::Indices& i, const Window& w, int64_t r,
+                     int64_t c, double pad_value) {
+  const auto [y, col] = tap_position(i, w, r, c);
+  const arith::Expr& h = x->shape()[2];
+  const arith::Expr& wd = x->shape()[3];
+  std::vector<arith::Expr> idx{i[0], i[1], arith::max(arith::min(y, h - 1), 0),
+                               arith::max(arith::min(col, wd - 1), 0)};
+  idx.insert(idx.end(), i.begin() + 4, i.end());  // a blocked tensor's lane
+  tir::Expr v = te::read(x, idx);
+  return tir::select(tir::index_value(window_tap_inside(x, i, w, r, c), tir::boolean()), v,
+                     tir::make_const(v.type(), pad_value));
 }
 
 std::vector<int64_t> constant_dims(const TensorType& t, size_t first, const std::string& op,

@@ -37,6 +37,16 @@ arith::Expr window_output_dim(const arith::Expr& in, const Window& w, size_t d);
 te::TensorRef pad_spatial(const te::TensorRef& x, const Window& w, double pad_value,
                           const arith::Expr& extra_end = arith::make_int(0));
 
+// Tap (r, c) of a 2-D `win` at output index i ([n, c, oh, ow], or a blocked tensor's [n, block,
+// oh, ow, lane]) of X: the padded input inlined, `inside ? X[clamped] : pad_value`, a select
+// that loop_partition removes from the interior rows and columns. The reads of windowed ops
+// whose taps are written out (no reduction loop): blocked depthwise convs, pools.
+tir::Expr window_tap(const te::TensorRef& x, const te::Indices& i, const Window& w, int64_t r,
+                     int64_t c, double pad_value);
+// Whether that tap is inside X.
+arith::Expr window_tap_inside(const te::TensorRef& x, const te::Indices& i, const Window& w,
+                              int64_t r, int64_t c);
+
 // The dims of `t` from `first` on as constants, else a UserError naming op and what.
 std::vector<int64_t> constant_dims(const TensorType& t, size_t first, const std::string& op,
                                    const char* what);
