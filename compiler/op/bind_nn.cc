@@ -157,8 +157,9 @@ KernelBinding bind_conv_blocked(const BindContext& ctx) {
   attrs.pads = attr_ints(ctx.attrs(), "pads", {}, ctx.where());
   attrs.dilations = attr_ints(ctx.attrs(), "dilations", {}, ctx.where());
   attrs.depthwise = attr_int(ctx.attrs(), "depthwise", 0, ctx.where()) != 0;
-  std::string parts =
-      "kernel=" + key_ints(attrs.kernel) + ";" + window_key(ctx) + key_int(ctx, "depthwise", 0);
+  attrs.groups = attr_int(ctx.attrs(), "group", 1, ctx.where());
+  std::string parts = "kernel=" + key_ints(attrs.kernel) + ";" + window_key(ctx) +
+                      key_int(ctx, "depthwise", 0) + ";" + key_int(ctx, "group", 1);
   return kernel_binding(ctx, "ConvBlocked", parts, present_inputs(ctx), [attrs](const auto& t) {
     std::optional<ops::TensorType> bias;
     if (t.size() == 3) bias = t[2];

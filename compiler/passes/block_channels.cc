@@ -65,7 +65,8 @@ vm::Tensor pack_channels(const vm::Tensor& v, int64_t channels, const vm::Shape&
 
 // A Conv this pass can block: its geometry and constant weights.
 struct BlockableConv {
-  bool depthwise = false;   // else dense (groups 1)
+  bool depthwise = false;   // else dense
+  int64_t groups = 1;       // dense: groups of whole blocks
   bool nchw_input = false;  // a dense conv over too few channels to block (a stem's 3)
   bool pointwise = false;   // dense, 1x1, unit strides, no pads
   int64_t c = 0, m = 0;
@@ -106,7 +107,12 @@ std::optional<BlockableConv> blockable_conv(const Expr& call,
   const int64_t group = attr_int(call->attrs, "group", 1, where);
   r.depthwise = group == r.c && r.m == r.c && r.w.shape()[1] == 1 && r.c >= kMinChannels;
   if (r.depthwise) return r;
-  if (group != 1 || r.w.shape()[1] != r.c) return std::nullopt;
+  // Groups of whole blocks of input and output channels (a RegNet's or ResNeXt's wide
+  // groups): each output block reads its group's input blocks.
+  const bool whole_block_groups = group > 1 && r.c % group == 0 && r.m % group == 0 &&
+                                  (r.c / group) % kBlock == 0 && (r.m / group) % kBlock == 0;
+  if ((group != 1 && !whole_block_groups) || r.w.shape()[1] * group != r.c) return std::nullopt;
+  r.groups = group;
   r.pointwise = r.kernel == std::vector<int64_t>{1, 1} && r.strides == std::vector<int64_t>{1, 1} &&
                 r.pads == std::vector<int64_t>(4, 0);
   // A dense conv whose output lanes are mostly padding (40 channels compute 48) runs slower
@@ -132,11 +138,12 @@ vm::Tensor pack_depthwise(const BlockableConv& conv) {
   return out;
 }
 
-// [M, C, kH, kW] -> [MB, C, kH, kW, 16 (out)].
+// [M, C/groups, kH, kW] -> [MB, C/groups, kH, kW, 16 (out)].
 vm::Tensor pack_dense(const BlockableConv& conv) {
-  const int64_t per_out = conv.c * conv.kernel[0] * conv.kernel[1];
+  const int64_t per_group = conv.c / conv.groups;
+  const int64_t per_out = per_group * conv.kernel[0] * conv.kernel[1];
   vm::Tensor out =
-      zeros({ops::channel_blocks(conv.m), conv.c, conv.kernel[0], conv.kernel[1], kBlock});
+      zeros({ops::channel_blocks(conv.m), per_group, conv.kernel[0], conv.kernel[1], kBlock});
   const float* w = conv.w.data_as<float>();
   float* o = out.data_as<float>();
   for (int64_t m = 0; m < conv.m; ++m) {
@@ -337,6 +344,7 @@ class BlockChannels : public ExprMutator {
                 {"dilations", AttrValue{conv.dilations}},
                 {"depthwise", AttrValue{int64_t{conv.depthwise ? 1 : 0}}},
                 {"channels", AttrValue{conv.m}}};
+    if (conv.groups > 1) attrs["group"] = AttrValue{conv.groups};
     return bind(var, make_call("dynvm.ConvBlocked", args, attrs, blocked_type(value.type())), out);
   }
 

@@ -14,7 +14,8 @@
 //     past the channels), when it is
 //       depthwise (group = C = M, 8 channels or more) or pointwise (1x1, unit strides, no
 //       pads, group 1): always, converting its input where that is NCHW;
-//       dense (group 1, any window; a pointwise one over fewer than 8 channels too): when
+//       dense (any window; groups of whole blocks of input and output channels; a pointwise
+//       one over fewer than 8 channels too): when
 //       its output lanes are at most 1/8 padding (40 channels compute 48: slower than
 //       NCHW), its input is blocked already or is an NCHW tensor of fewer than 8 channels
 //       (a stem reads the image itself, no conversion), and a reader of its result gains

@@ -167,8 +167,14 @@ OpInstance dense(const TensorType& xt, const TensorRef& X, const TensorRef& W, c
     const arith::Expr x = i[3] * win.strides[1] + rw.var * win.dilations[1];
     if (full_blocks) {
       const arith::Expr c = ib.var * kChannelBlock + il.var;
+      // A group's input blocks follow each other: output block ob reads those of group
+      // ob / (out_blocks / groups).
+      arith::Expr block = ib.var;
+      if (a.groups > 1) {
+        block = arith::floordiv(i[1], out_blocks / a.groups) * (c_in / kChannelBlock) + ib.var;
+      }
       return te::sum(
-          te::read(P, {i[0], ib.var, y, x, il.var}) * te::read(W, {i[1], c, rh.var, rw.var, i[4]}),
+          te::read(P, {i[0], block, y, x, il.var}) * te::read(W, {i[1], c, rh.var, rw.var, i[4]}),
           {ib, rh, rw, il});
     }
     std::vector<arith::Expr> xi{i[0], k.var, y, x};
@@ -247,12 +253,17 @@ OpInstance conv_blocked_with(const TensorType& x, const TensorType& w,
     if (!g) check_float_input(x, op, "X");
     if (!g && !x.shape[1].is_int_imm()) user_error(op, ": an NCHW X needs static channels");
     const int64_t channels = g ? 0 : x.shape[1].int_value();
+    if (a.groups < 1) user_error(op, ": groups must be >= 1");
+    if (a.groups > 1 &&
+        (!g || wd.size() != 5 || wd[1] % kChannelBlock != 0 || wd[0] % a.groups != 0)) {
+      user_error(op, ": groups take a blocked X and whole blocks of input and output channels");
+    }
     const bool fits = wd.size() == 5 && wd[1] >= 1 && wd[2] == a.kernel[0] &&
                       wd[3] == a.kernel[1] && wd[4] == kChannelBlock &&
-                      (g ? channel_blocks(wd[1]) == g->blocks : wd[1] == channels);
+                      (g ? channel_blocks(wd[1] * a.groups) == g->blocks : wd[1] == channels);
     if (!fits) {
-      user_error(op, ": dense W must be [out blocks, input channels, ", a.kernel[0], ", ",
-                 a.kernel[1], ", ", kChannelBlock, "] matching X's channels");
+      user_error(op, ": dense W must be [out blocks, input channels (of a group), ", a.kernel[0],
+                 ", ", a.kernel[1], ", ", kChannelBlock, "] matching X's channels");
     }
     out_blocks = wd[0];
   }

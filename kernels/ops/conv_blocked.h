@@ -15,7 +15,8 @@
 //     depthwise (groups = C = M, x blocked): w [CB, kH, kW, 16], each output the sum of its
 //       taps written out (no reduction loop: loop_partition then splits the borders off the
 //       output rows and columns only) with the weights staged in registers per block;
-//     dense (groups 1, any window; pointwise is 1x1): w [MB, C, kH, kW, 16 (out)], x blocked
+//     dense (any window; pointwise is 1x1; groups of whole blocks, a ResNeXt's or RegNet's
+//       wide groups: w [MB, C/groups, ...]): w [MB, C, kH, kW, 16 (out)], x blocked
 //       or NCHW (a stem's 3 channels: its output blocked without a conversion), a register
 //       tile of oc_block output blocks x ow_block positions, each input value broadcast into
 //       it; the sum runs over the C real input channels only (never a padded lane);
@@ -46,6 +47,9 @@ struct BlockedConvAttrs {
   std::vector<int64_t> pads;       // [h_begin, w_begin, h_end, w_end], default 0
   std::vector<int64_t> dilations;  // default 1
   bool depthwise = false;          // else dense
+  // Dense: groups of whole blocks (C/groups and M/groups multiples of 16), W's dim 1 the
+  // input channels of a group.
+  int64_t groups = 1;
 };
 
 OpInstance conv_blocked(const TensorType& xb, const TensorType& w,

@@ -157,6 +157,31 @@ TEST(BlockChannels, LeavesAModelWhoseDenseConvsWouldPadMostLanesInNchw) {
   EXPECT_EQ(call_counts(r.module)["Conv"], 2);
 }
 
+TEST(BlockChannels, BlocksGroupsOfWholeBlocksOnly) {
+  // 2 groups of 16 channels follow the stem into the layout; 4 groups of 8 do not.
+  auto model = [](int64_t groups) {
+    return "dim n: 1..8\ndim h: 1..64\ndim w: 1..64\nfn @main(%x: f32[n, 3, h, w]) {\n"
+           "  %a = Conv(%x, " +
+           constant({32, 3, 3, 3}, 1) +
+           ") {pads=[1, 1, 1, 1]}\n"
+           "  %b = Relu(%a)\n"
+           "  %c = Conv(%b, " +
+           constant({32, 32 / groups, 3, 3}, 2) + ") {group=" + std::to_string(groups) +
+           ", pads=[1, 1, 1, 1]}\n"
+           "  %d = Relu(%c)\n"
+           "  %p = MaxPool(%d) {kernel_shape=[2, 2], strides=[2, 2]}\n"
+           "  return %p\n}\n";
+  };
+  BlockChannelsStats whole;
+  PassResult r = block_channels(infer_types_with_facts(parse_module(model(2))), &whole);
+  EXPECT_EQ(whole.convs, 2u) << print_module(r.module);
+  EXPECT_EQ(call_counts(dce(r).module)["Conv"], 0);
+  BlockChannelsStats split;
+  r = block_channels(infer_types_with_facts(parse_module(model(4))), &split);
+  EXPECT_EQ(split.convs, 0u) << print_module(r.module);  // the stem alone gains nothing
+  EXPECT_EQ(call_counts(dce(r).module)["Conv"], 2);
+}
+
 TEST(BlockChannels, LeavesDenseConvsOutsideAChainInNchw) {
   // A 16-channel conv over an NCHW value that is not a stem's few channels, and a pointwise
   // conv in a module without depthwise convs: converting either would cost what it gains.

@@ -4,8 +4,9 @@
 // stride 2 and 5x5 dilated, with and without a bias, a fused epilogue; dense: pointwise with
 // an odd and an even number of output blocks and non-default knobs, 3x3 of unit and stride 2
 // over full and partial input blocks (NaN in the padded lanes, which the sum must skip),
-// dilated with uneven pads, and stems over an NCHW input; symbolic N/H/W called at sizes from
-// 1x1 (smaller than the window) up, and static shapes. The builders' rejections.
+// dilated with uneven pads, two groups of whole blocks, and stems over an NCHW input; symbolic
+// N/H/W called at sizes from 1x1 (smaller than the window) up, and static shapes. The builders'
+// rejections.
 #include "kernels/ops/conv_blocked.h"
 
 #include <algorithm>
@@ -37,6 +38,7 @@ std::vector<Case> cases() {
   BlockedConvAttrs d3_s2{{3, 3}, {2, 2}, {1, 1, 1, 1}, {}, false};
   BlockedConvAttrs d3_dil{{3, 3}, {1, 2}, {2, 1, 1, 2}, {2, 1}, false};
   BlockedConvAttrs stem7{{7, 7}, {2, 2}, {3, 3, 3, 3}, {}, false};
+  BlockedConvAttrs g2{{3, 3}, {1, 1}, {1, 1, 1, 1}, {}, false, 2};  // 2 groups of whole blocks
   return {
       {"dw3_s2", 20, 20, dw3, true, false, {}, {}},
       {"dw5_dil_nobias_relu", 36, 36, dw5, false, true, {}, {}},
@@ -49,6 +51,7 @@ std::vector<Case> cases() {
       {"dense3_s2_partial", 20, 32, d3_s2, true, false, {}, {}},
       {"dense3_dil_static", 36, 16, d3_dil, false, true, {}, {9, 12}},
       {"stem7_nchw", 3, 20, stem7, true, true, {}, {}, true},
+      {"dense3_groups", 64, 32, g2, true, true, {}, {}},
       {"stem3_s2_nchw_static", 3, 16, d3_s2, true, false, {}, {9, 12}, true},
       {"pw_knobs",
        20,
@@ -72,7 +75,8 @@ vm::Shape w_shape(const Case& c) {
   if (c.attrs.depthwise) {
     return {channel_blocks(c.c), c.attrs.kernel[0], c.attrs.kernel[1], kChannelBlock};
   }
-  return {channel_blocks(c.m), c.c, c.attrs.kernel[0], c.attrs.kernel[1], kChannelBlock};
+  return {channel_blocks(c.m), c.c / c.attrs.groups, c.attrs.kernel[0], c.attrs.kernel[1],
+          kChannelBlock};
 }
 
 OpInstance build(const Case& c) {
@@ -105,9 +109,10 @@ vm::Tensor pack_weights(const Case& c, const vm::Tensor& w) {
       }
       continue;
     }
-    for (int64_t i = 0; i < c.c * kh * kw; ++i) {  // (input channel, tap)
-      out[((o / kChannelBlock) * c.c * kh * kw + i) * kChannelBlock + o % kChannelBlock] =
-          static_cast<float>(at(w, o * c.c * kh * kw + i));
+    const int64_t per_out = c.c / c.attrs.groups * kh * kw;
+    for (int64_t i = 0; i < per_out; ++i) {  // (input channel of the group, tap)
+      out[((o / kChannelBlock) * per_out + i) * kChannelBlock + o % kChannelBlock] =
+          static_cast<float>(at(w, o * per_out + i));
     }
   }
   return p;
@@ -137,9 +142,9 @@ std::vector<double> reference(const Case& c, const vm::Tensor& x, const vm::Tens
       for (int64_t y = 0; y < oh; ++y)
         for (int64_t xo = 0; xo < ow; ++xo) {
           double acc = b ? at(*b, o) : 0.0;
-          const int64_t per_out = a.depthwise ? 1 : c.c;
+          const int64_t per_out = a.depthwise ? 1 : c.c / a.groups;
           for (int64_t i = 0; i < per_out; ++i) {
-            const int64_t ch = a.depthwise ? o : i;
+            const int64_t ch = a.depthwise ? o : o / (c.m / a.groups) * per_out + i;
             for (int64_t ky = 0; ky < kh; ++ky)
               for (int64_t kx = 0; kx < kw; ++kx) {
                 const int64_t iy = y * sh - p[0] + ky * dh, ix = xo * sw - p[1] + kx * dw;
@@ -156,7 +161,7 @@ std::vector<double> reference(const Case& c, const vm::Tensor& x, const vm::Tens
 TEST(OpsConvBlocked, MatchesNchwLoopsAtEverySize) {
   std::vector<OpToBuild> ops;
   for (const Case& c : cases()) ops.push_back({c.symbol, build(c), c.knobs});
-  for (int64_t ch : {20, 32, 36}) {
+  for (int64_t ch : {20, 32, 36, 64}) {
     ops.push_back({"to" + std::to_string(ch), to_blocked(TensorType{kF32, {kN, ch, kH, kW}})});
   }
   for (int64_t ch : {16, 20, 24, 32, 36}) {
@@ -185,7 +190,7 @@ TEST(OpsConvBlocked, MatchesNchwLoopsAtEverySize) {
       if (oh < 1 || ow < 1) continue;
       const std::string what = c.symbol + " at " + shape_name({n, c.c, h, wd});
       vm::Tensor x = random_tensor({n, c.c, h, wd}, kF32, rng);
-      const int64_t per_out = c.attrs.depthwise ? 1 : c.c;
+      const int64_t per_out = c.attrs.depthwise ? 1 : c.c / c.attrs.groups;
       vm::Tensor w = random_tensor({c.m, per_out, c.attrs.kernel[0], c.attrs.kernel[1]}, kF32, rng);
       vm::Tensor b = random_tensor({c.m}, kF32, rng);
       const int64_t cb = channel_blocks(c.c);
@@ -241,6 +246,9 @@ TEST(OpsConvBlocked, RejectsWhatItCannotCompute) {
       conv_blocked(TensorType{kF32, {kN, 3, kH, kW}}, TensorType{kF32, dims({1, 4, 3, 3, 16})},
                    std::nullopt, {{3, 3}, {}, {}, {}, false}),
       "dense W must be");
+  EXPECT_USER_ERROR(conv_blocked(x, TensorType{kF32, dims({2, 8, 3, 3, 16})}, std::nullopt,
+                                 {{3, 3}, {}, {}, {}, false, 4}),
+                    "whole blocks");
   EXPECT_USER_ERROR(
       conv_blocked(TensorType{kF32, dims({1, 3, 4, 4})}, TensorType{kF32, dims({1, 3, 7, 7, 16})},
                    std::nullopt, {{7, 7}, {}, {}, {}, false}),
