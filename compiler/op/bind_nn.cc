@@ -167,13 +167,20 @@ KernelBinding bind_conv_blocked(const BindContext& ctx) {
   });
 }
 
-KernelBinding bind_pool_blocked(const BindContext& ctx, bool max) {
+// MaxPool's and AveragePool's attributes (blocked or not).
+ops::PoolAttrs pool_attrs(const BindContext& ctx) {
   ops::PoolAttrs attrs;
   attrs.kernel_shape = attr_ints(ctx.attrs(), "kernel_shape", {}, ctx.where());
   attrs.strides = attr_ints(ctx.attrs(), "strides", {}, ctx.where());
   attrs.pads = attr_ints(ctx.attrs(), "pads", {}, ctx.where());
   attrs.dilations = attr_ints(ctx.attrs(), "dilations", {}, ctx.where());
   attrs.count_include_pad = attr_int(ctx.attrs(), "count_include_pad", 0, ctx.where()) != 0;
+  attrs.ceil_mode = attr_int(ctx.attrs(), "ceil_mode", 0, ctx.where()) != 0;
+  return attrs;
+}
+
+KernelBinding bind_pool_blocked(const BindContext& ctx, bool max) {
+  const ops::PoolAttrs attrs = pool_attrs(ctx);
   std::string parts = window_key(ctx) + "kernel_shape=" + key_ints(attrs.kernel_shape) + ";" +
                       key_int(ctx, "count_include_pad", 0);
   return kernel_binding(
@@ -234,13 +241,7 @@ KernelBinding bind_conv_transpose(const BindContext& ctx) {
 }
 
 KernelBinding bind_pool(const BindContext& ctx, bool max) {
-  ops::PoolAttrs attrs;
-  attrs.kernel_shape = attr_ints(ctx.attrs(), "kernel_shape", {}, ctx.where());
-  attrs.strides = attr_ints(ctx.attrs(), "strides", {}, ctx.where());
-  attrs.pads = attr_ints(ctx.attrs(), "pads", {}, ctx.where());
-  attrs.dilations = attr_ints(ctx.attrs(), "dilations", {}, ctx.where());
-  attrs.count_include_pad = attr_int(ctx.attrs(), "count_include_pad", 0, ctx.where()) != 0;
-  attrs.ceil_mode = attr_int(ctx.attrs(), "ceil_mode", 0, ctx.where()) != 0;
+  const ops::PoolAttrs attrs = pool_attrs(ctx);
   const bool indices = ctx.outputs().size() > 1;
   const bool column_major = attr_int(ctx.attrs(), "storage_order", 0, ctx.where()) != 0;
   const std::string auto_pad = auto_pad_of(ctx);
