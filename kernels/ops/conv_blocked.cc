@@ -121,8 +121,9 @@ OpInstance depthwise(const BlockedShape& g, const TensorRef& X, const TensorRef&
   return op;
 }
 
-// A dense conv (groups 1; pointwise the 1x1 case): Y[n, ob, oh, ow, o] = sum over input
-// channel c and tap (r, t) of In(n, c, oh*s + r*d, ow*s + t*d) * W[ob, c, r, t, o], In the
+// A dense conv (pointwise the 1x1 case; groups of whole blocks): Y[n, ob, oh, ow, o] = sum
+// over input channel c (of ob's group) and tap (r, t) of In(n, c, oh*s + r*d, ow*s + t*d) *
+// W[ob, c, r, t, o], In the
 // input padded at the root (blocked: a copy vectorized along the lanes; NCHW: a stem's few
 // channels, scalar). Each input value is broadcast into a register tile of oc_block output
 // blocks x ow_block positions: the reads of a strided or symbolic-width window are scalars, so
@@ -133,7 +134,8 @@ OpInstance depthwise(const BlockedShape& g, const TensorRef& X, const TensorRef&
 OpInstance dense(const TensorType& xt, const TensorRef& X, const TensorRef& W, const TensorRef& B,
                  const BlockedConvAttrs& a, const FusedEpilogue* e) {
   const bool blocked_in = xt.shape.size() == 5;
-  const std::vector<int64_t> wd = constant_dims(TensorType{W->dtype(), W->shape()}, 0, "", "");
+  const std::vector<int64_t> wd =
+      constant_dims(TensorType{W->dtype(), W->shape()}, 0, "conv_blocked", "W's dims");
   const int64_t out_blocks = wd[0], c_in = wd[1];
   Window win{a.kernel, a.strides, a.pads, a.dilations};
   const arith::Expr& n = xt.shape[0];

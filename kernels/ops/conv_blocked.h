@@ -1,5 +1,6 @@
 // Convolutions over channel-blocked tensors (NCHW16c), the layout compiler/passes/block_channels
-// gives the depthwise-separable chains of MobileNet- and EfficientNet-style models. A blocked
+// gives conv chains: the depthwise-separable ones of MobileNet- and EfficientNet-style models,
+// and ResNet-style dense ones from the stem on. A blocked
 // tensor is [N, ceil(C/16), H, W, 16]: channel c is lane c % 16 of block c / 16, lanes past C
 // hold finite values that no consumer reads (weights and biases are zero there).
 //
@@ -7,7 +8,9 @@
 // 16 lanes at a 7-wide map, reads stride-2 inputs with two loads and a permute per tap, and
 // computes into a rounded workspace. Blocked, the 16 lanes are channels: every tap of every
 // output position is one contiguous vector, whatever the width and stride, and a dynamic
-// kernel runs as fast as a static one (docs/kernels.md, "Channel-blocked layout").
+// kernel runs as fast as a static one (docs/kernels.md, "Channel-blocked layout"). A dense
+// conv broadcasts each input value into a register tile instead, so a strided or narrow map
+// costs it no rounded width and no strided loads ("Dense convs, stems and pools").
 //
 //   to_blocked(x [N, C, H, W])              -> [N, ceil(C/16), H, W, 16], zero past C
 //   from_blocked(xb [N, CB, H, W, 16], C)   -> [N, C, H, W]
