@@ -214,10 +214,13 @@ OpInstance dense(const TensorType& xt, const TensorRef& X, const TensorRef& W, c
     so.unroll(xi);
     if (parallel) {
       // Enough output blocks: (n, block) in parallel; else the rows (a 24-channel layer has
-      // one block pair, and would run on one thread).
+      // one block pair, and would run on one thread), outermost: one parallel loop per call,
+      // not one per image and block group (a small ResNet at 2x3x160x320 on 2 threads:
+      // 1.164-1.168 -> 1.156-1.157 ms, alternating runs).
       if ((out_blocks + oc_block - 1) / oc_block >= 4) {
         so.parallel(so.fuse(so.axis(0), obo));
       } else {
+        so.reorder({so.axis(2), so.axis(0), obo});
         so.parallel(so.axis(2));
       }
     }
