@@ -88,16 +88,6 @@ std::string op_name(const char* base, const ConvGeometry& g, vm::DType t) {
   return base + std::to_string(g.rank) + "d_" + tir::to_string(tir::DataType{t, 1});
 }
 
-// A static output dim below 1 means the window does not fit the input at all.
-void check_output_dims(const std::string& op, const std::vector<arith::Expr>& shape) {
-  for (size_t d = 2; d < shape.size(); ++d) {
-    if (shape[d].is_int_imm() && shape[d].int_value() < 1) {
-      user_error(op, ": output dim ", d, " is ", shape[d].int_value(),
-                 " (window larger than input)");
-    }
-  }
-}
-
 // The largest of `options` that divides n, else 1.
 int64_t largest_divisor(int64_t n, std::initializer_list<int64_t> options) {
   for (int64_t f : options) {

@@ -18,27 +18,8 @@ using te::TensorRef;
 
 arith::Expr I(int64_t v) { return arith::make_int(v); }
 
-// Channel blocks enough to share among the threads as a parallel loop.
-constexpr int64_t kManyBlocks = 8;
-
 // The dense conv's widest register tile (positions).
 constexpr int64_t kMaxTile = 8;
-
-// A blocked tensor's channel blocks and spatial dims, checked.
-struct BlockedShape {
-  arith::Expr n, h, w;
-  int64_t blocks = 0;
-};
-
-BlockedShape blocked_shape(const TensorType& xb, const char* op) {
-  check_float_input(xb, op, "X");
-  const auto& s = xb.shape;
-  if (s.size() != 5 || !s[4].is_int_imm() || s[4].int_value() != kChannelBlock ||
-      !s[1].is_int_imm() || s[1].int_value() < 1) {
-    user_error(op, ": X must be [N, channel blocks, H, W, ", kChannelBlock, "]");
-  }
-  return {s[0], s[2], s[3], s[1].int_value()};
-}
 
 // The ow_block positions x oc_block output blocks register tile of the dense conv.
 std::vector<KnobSpec> dense_knobs(int64_t out_blocks, const std::vector<arith::Expr>& out) {
@@ -110,7 +91,7 @@ OpInstance depthwise(const BlockedShape& g, const TensorRef& X, const TensorRef&
     if (knob_value(specs, knobs, "parallel") != 0) {
       // Few blocks (40 channels: 3) split unevenly among threads: the rows run in parallel
       // then, each staging the block's weights (kh*kw vectors, against a row of outputs).
-      if (blocks < kManyBlocks) at = so.axis(2);
+      if (blocks < kManyChannelBlocks) at = so.axis(2);
       so.parallel(at);
     }
     te::Stage& sw = s[WL];
@@ -282,11 +263,7 @@ OpInstance conv_blocked_with(const TensorType& x, const TensorType& w,
   Window win{checked.kernel, checked.strides, checked.pads, checked.dilations};
   std::vector<arith::Expr> out{x.shape[0], I(out_blocks)};
   for (size_t d = 0; d < 2; ++d) out.push_back(window_output_dim(x.shape[2 + d], win, d));
-  for (size_t d = 2; d < 4; ++d) {
-    if (out[d].is_int_imm() && out[d].int_value() < 1) {
-      user_error(op, ": output dim ", d, " is ", out[d].int_value(), " (window larger than input)");
-    }
-  }
+  check_output_dims(op, out);
   if (!a.depthwise) return dense(x, X, W, B, checked, e);
   return depthwise(*g, X, W, B, checked, e);
 }
@@ -316,6 +293,16 @@ OpInstance layout_change(const std::string& name, const TensorRef& X,
 }
 
 }  // namespace
+
+BlockedShape blocked_shape(const TensorType& xb, const std::string& op) {
+  check_float_input(xb, op, "X");
+  const auto& s = xb.shape;
+  if (s.size() != 5 || !s[4].is_int_imm() || s[4].int_value() != kChannelBlock ||
+      !s[1].is_int_imm() || s[1].int_value() < 1) {
+    user_error(op, ": X must be [N, channel blocks, H, W, ", kChannelBlock, "]");
+  }
+  return {s[0], s[2], s[3], s[1].int_value()};
+}
 
 OpInstance to_blocked(const TensorType& x) {
   check_float_input(x, "to_blocked", "X");

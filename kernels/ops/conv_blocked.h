@@ -41,6 +41,18 @@ inline int64_t channel_blocks(int64_t channels) {
   return (channels + kChannelBlock - 1) / kChannelBlock;
 }
 
+// Channel blocks enough to share among the threads as a parallel loop; fewer run their rows
+// in parallel (the blocked depthwise conv and pools).
+inline constexpr int64_t kManyChannelBlocks = 8;
+
+// A blocked tensor's channel blocks and spatial dims, checked (f32 / f64, [N, CB, H, W, 16]
+// with a static CB), else a UserError naming op.
+struct BlockedShape {
+  arith::Expr n, h, w;
+  int64_t blocks = 0;
+};
+BlockedShape blocked_shape(const TensorType& xb, const std::string& op);
+
 OpInstance to_blocked(const TensorType& x);
 OpInstance from_blocked(const TensorType& xb, int64_t channels);
 

@@ -15,19 +15,12 @@ namespace {
 using te::Indices;
 using te::TensorRef;
 
-// Channel blocks enough to share among the threads as the parallel loop.
-constexpr int64_t kManyBlocks = 8;
-
 enum class Kind : uint8_t { kMax, kAverage };
 
 OpInstance pool_blocked(Kind kind, const TensorType& xb, const PoolAttrs& attrs) {
   const std::string op = kind == Kind::kMax ? "max_pool_blocked" : "average_pool_blocked";
-  check_float_input(xb, op, "X");
+  const BlockedShape g = blocked_shape(xb, op);
   const auto& s = xb.shape;
-  if (s.size() != 5 || !s[4].is_int_imm() || s[4].int_value() != kChannelBlock ||
-      !s[1].is_int_imm() || s[1].int_value() < 1) {
-    user_error(op, ": X must be [N, channel blocks, H, W, ", kChannelBlock, "]");
-  }
   if (attrs.kernel_shape.size() != 2) user_error(op, ": a 2-D kernel_shape is required");
   if (attrs.ceil_mode) user_error(op, ": ceil_mode is not supported");
   if (kind == Kind::kMax && attrs.count_include_pad) {
@@ -40,14 +33,9 @@ OpInstance pool_blocked(Kind kind, const TensorType& xb, const PoolAttrs& attrs)
     if (k < 1) user_error(op, ": kernel sizes must be >= 1, got ", k);
   }
   std::vector<arith::Expr> out{s[0], s[1]};
-  for (size_t d = 0; d < 2; ++d) {
-    out.push_back(window_output_dim(s[2 + d], win, d));
-    if (out.back().is_int_imm() && out.back().int_value() < 1) {
-      user_error(op, ": output dim ", d + 2, " is ", out.back().int_value(),
-                 " (window larger than input)");
-    }
-  }
+  for (size_t d = 0; d < 2; ++d) out.push_back(window_output_dim(s[2 + d], win, d));
   out.push_back(s[4]);
+  check_output_dims(op, out);
   TensorRef X = te::placeholder("X", s, xb.dtype);
   const double pad = kind == Kind::kMax ? -INFINITY : 0.0;
   TensorRef Y = te::compute("Y", out, [&](const Indices& i) {
@@ -76,13 +64,13 @@ OpInstance pool_blocked(Kind kind, const TensorType& xb, const PoolAttrs& attrs)
   inst.inputs = {X};
   inst.outputs = {Y};
   inst.knobs = {reduction_knobs(out).front()};  // parallel
-  inst.schedule = [Y, specs = inst.knobs, blocks = s[1].int_value()](const KnobValues& knobs) {
+  inst.schedule = [Y, specs = inst.knobs, blocks = g.blocks](const KnobValues& knobs) {
     te::Schedule sch = te::create_schedule({Y});
     te::Stage& so = sch[Y];
     so.vectorize(so.axis(4));
     if (knob_value(specs, knobs, "parallel") != 0) {
       // As the blocked depthwise conv: few blocks run their rows in parallel.
-      so.parallel(blocks < kManyBlocks ? so.axis(2) : so.fuse(so.axis(0), so.axis(1)));
+      so.parallel(blocks < kManyChannelBlocks ? so.axis(2) : so.fuse(so.axis(0), so.axis(1)));
     }
     return sch;
   };

@@ -88,6 +88,15 @@ tir::Expr window_tap(const te::TensorRef& x, const te::Indices& i, const Window&
                      tir::make_const(v.type(), pad_value));
 }
 
+void check_output_dims(const std::string& op, const std::vector<arith::Expr>& shape) {
+  for (size_t d = 2; d < shape.size(); ++d) {
+    if (shape[d].is_int_imm() && shape[d].int_value() < 1) {
+      user_error(op, ": output dim ", d, " is ", shape[d].int_value(),
+                 " (window larger than input)");
+    }
+  }
+}
+
 std::vector<int64_t> constant_dims(const TensorType& t, size_t first, const std::string& op,
                                    const char* what) {
   std::vector<int64_t> out;

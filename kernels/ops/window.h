@@ -47,6 +47,10 @@ tir::Expr window_tap(const te::TensorRef& x, const te::Indices& i, const Window&
 arith::Expr window_tap_inside(const te::TensorRef& x, const te::Indices& i, const Window& w,
                               int64_t r, int64_t c);
 
+// A UserError naming op when a static dim of `shape` from 2 on is below 1: the window does
+// not fit the input at all.
+void check_output_dims(const std::string& op, const std::vector<arith::Expr>& shape);
+
 // The dims of `t` from `first` on as constants, else a UserError naming op and what.
 std::vector<int64_t> constant_dims(const TensorType& t, size_t first, const std::string& op,
                                    const char* what);
