@@ -469,6 +469,24 @@ void register_nn_bindings() {
     return kernel_binding(ctx, "GruCell", "", {0, 1, 2},
                           [](const auto& t) { return ops::gru_cell(t[0], t[1], t[2]); });
   });
+  register_binding("dynvm.LstmSequence", [](const BindContext& ctx) {
+    return kernel_binding(ctx, "LstmSequence", "", present_inputs(ctx), [](const auto& t) {
+      std::optional<ops::TensorType> peepholes;
+      if (t.size() == 5) peepholes = t[4];
+      return ops::lstm_sequence(t[0], t[1], t[2], t[3], peepholes);
+    });
+  });
+  register_binding("dynvm.GruSequence", [](const BindContext& ctx) {
+    return kernel_binding(ctx, "GruSequence", "", present_inputs(ctx), [](const auto& t) {
+      std::optional<ops::TensorType> rb;
+      if (t.size() == 4) rb = t[3];
+      return ops::gru_sequence(t[0], t[1], t[2], rb);
+    });
+  });
+  register_binding("dynvm.RnnSequence", [](const BindContext& ctx) {
+    return kernel_binding(ctx, "RnnSequence", "", {0, 1, 2},
+                          [](const auto& t) { return ops::rnn_sequence(t[0], t[1], t[2]); });
+  });
   register_binding("Gemm", bind_gemm);
   register_binding("Conv", bind_conv);
   register_binding("dynvm.ConvBlocked", bind_conv_blocked);

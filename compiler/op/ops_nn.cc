@@ -382,6 +382,29 @@ Facts recurrent_op(OpContext& ctx, int outputs) {
   return out;
 }
 
+// dynvm.LstmSequence(xw [steps, batch, 4 h], rt [h, 4 h], h0, c0 [batch, h], peepholes [3 h]?)
+// -> y [steps, batch, h], c_last [batch, h]; dynvm.GruSequence(xw [steps, batch, 3 h],
+// rt [h, 3 h], h0, rb [3 h]?) -> y; dynvm.RnnSequence(xw [steps, batch, h], rt [h, h], h0) -> y
+// (kernels/ops/recurrent.h; compiler/passes/recurrent_cell.cc makes them). The operands' checks
+// are the kernel builders'; here the dims that fix the outputs: xw's steps and batch, rt's
+// hidden size.
+Facts recurrent_sequence_op(OpContext& ctx, int64_t blocks, int outputs) {
+  const std::vector<Dim>& x = ctx.dims(0);
+  const std::vector<Dim>& rt = ctx.dims(1);
+  if (rt.size() != 2 || !rt[0].is_const()) ctx.fail("rt must be [hidden, gates * hidden]");
+  const int64_t hidden = rt[0].value();
+  if (x.size() != 3 || (x[2].is_const() && x[2].value() != blocks * hidden)) {
+    ctx.fail("xw must be [steps, batch, ", blocks, " * ", hidden, "]");
+  }
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    if (ctx.dtype(i) != ctx.dtype(0)) ctx.fail("operands have different dtypes");
+  }
+  // The states' batch is xw's (the kernel checks that they agree).
+  Facts out{tensor_facts(ctx.dtype(0), {x[0], x[1], Dim(hidden)})};
+  if (outputs == 2) out.push_back(tensor_facts(ctx.dtype(0), {x[1], Dim(hidden)}));
+  return out;
+}
+
 // dynvm.LstmCell(gates [batch, 4 h], c [batch, h], peepholes [3 h]?) -> h', c' and
 // dynvm.GruCell(xw [batch, 3 h], hr [batch, 3 h], h [batch, h]) -> h' (kernels/ops/recurrent.h;
 // compiler/passes/recurrent_*.cc make them): the state's type, once per output.
@@ -576,6 +599,12 @@ void register_nn_ops() {
   register_op({"dynvm.GruCell", ShapeRule::kFromInputDims, 3, 3, [](OpContext& c) {
                  return recurrent_cell_op(c, 3, {0, 1}, 2, 1);
                }});
+  register_op({"dynvm.LstmSequence", ShapeRule::kFromInputDims, 4, 5,
+               [](OpContext& c) { return recurrent_sequence_op(c, 4, 2); }});
+  register_op({"dynvm.GruSequence", ShapeRule::kFromInputDims, 3, 4,
+               [](OpContext& c) { return recurrent_sequence_op(c, 3, 1); }});
+  register_op({"dynvm.RnnSequence", ShapeRule::kFromInputDims, 3, 3,
+               [](OpContext& c) { return recurrent_sequence_op(c, 1, 1); }});
   register_op({"Resize", ShapeRule::kFromInputValues, 1, 5, resize_op});
   register_op(
       {"dynvm.ResizeOutputSizes", ShapeRule::kFromInputValues, 2, 2, resize_output_sizes_op});

@@ -62,6 +62,41 @@ void check_attrs(const Attrs& a, const std::vector<Expr>& in, const std::string&
   }
 }
 
+// The recurrence as a Loop of `trips` steps, each one cell step (h, then c for LSTM, carried;
+// every h the scan output); with sequence_lens (`lens` defined) a batch element keeps its
+// states past its length and its Y is 0 there.
+Expr loop_over_steps(const DirectionWeights& w, const Cell& cell, const PreparedCell& prepared,
+                     const Expr& xw_all, const Expr& lens, const std::vector<Expr>& initial,
+                     const Expr& trips, const Expr& zero) {
+  auto body = std::make_shared<Function>();
+  body->name = w.name("step");
+  Expr t = make_var("t", tensor_type(vm::DType::kInt64, {}));
+  Expr go = make_var("go", tensor_type(vm::DType::kBool, {}));
+  body->params = {t, go};
+  std::vector<Expr> states;
+  for (int k = 0; k < cell.states; ++k) states.push_back(make_var(k == 0 ? "h" : "c"));
+  body->params.insert(body->params.end(), states.begin(), states.end());
+  Lets step;
+  Expr xw = step.bind(w.name("xw"), call("Gather", {xw_all, t}, {{"axis", int64_t{0}}}));
+  std::vector<Expr> next = prepared.step(step, xw, states);
+  DYNVM_INTERNAL_CHECK(next.size() == states.size(), "expand_recurrent: step of ", cell.op);
+  Expr y_t = next[0];
+  if (lens.defined()) {
+    Expr running = step.bind(w.name("running"), call("Less", {t, lens}));
+    Expr live = step.bind(w.name("live"), call("Unsqueeze", {running, i64s({1})}));
+    for (size_t k = 0; k < next.size(); ++k) {
+      next[k] = step.bind(w.name(k == 0 ? "h_kept" : "c_kept"),
+                          call("Where", {live, next[k], states[k]}));
+    }
+    y_t = step.bind(w.name("y_t"), call("Where", {live, next[0], zero}));
+  }
+  std::vector<Expr> results{go};
+  results.insert(results.end(), next.begin(), next.end());
+  results.push_back(y_t);  // the scan output: every h
+  body->body = step.finish(make_tuple(results));
+  return make_loop(trips, Expr(), initial, body, 1);
+}
+
 }  // namespace
 
 Expr expand_cell(const Expr& e, const std::string& where, const Cell& cell) {
@@ -145,36 +180,21 @@ Expr expand_cell(const Expr& e, const std::string& where, const Cell& cell) {
                                          i64s({-1})}));
     }
 
-    auto body = std::make_shared<Function>();
-    body->name = w.name("step");
-    Expr t = make_var("t", tensor_type(vm::DType::kInt64, {}));
-    Expr go = make_var("go", tensor_type(vm::DType::kBool, {}));
-    body->params = {t, go};
-    std::vector<Expr> states;
-    for (int k = 0; k < cell.states; ++k) states.push_back(make_var(k == 0 ? "h" : "c"));
-    body->params.insert(body->params.end(), states.begin(), states.end());
-    Lets step;
-    Expr xw = step.bind(w.name("xw"), call("Gather", {xw_all, t}, {{"axis", int64_t{0}}}));
-    std::vector<Expr> next = prepared.step(step, xw, states);
-    DYNVM_INTERNAL_CHECK(next.size() == states.size(), "expand_recurrent: step of ", cell.op);
-    Expr y_t = next[0];
-    if (lens.defined()) {
-      Expr running = step.bind(w.name("running"), call("Less", {t, lens}));
-      Expr live = step.bind(w.name("live"), call("Unsqueeze", {running, i64s({1})}));
-      for (size_t k = 0; k < next.size(); ++k) {
-        next[k] = step.bind(w.name(k == 0 ? "h_kept" : "c_kept"),
-                            call("Where", {live, next[k], states[k]}));
-      }
-      y_t = step.bind(w.name("y_t"), call("Where", {live, next[0], zero}));
+    // Every step's h in scan order, and the final states.
+    Expr y;
+    std::vector<Expr> last(size_t(cell.states));
+    if (prepared.sequence && !lens.defined()) {
+      Expr run = outer.bind(w.name("sequence"), prepared.sequence(xw_all, initial));
+      y = cell.states == 1 ? run : outer.bind(w.name("y_steps"), make_get_item(run, 0));
+      last[0] = outer.bind(w.name("h_last"), call("Gather", {y, i64(-1)}, {{"axis", int64_t{0}}}));
+      for (int k = 1; k < cell.states; ++k) last[size_t(k)] = make_get_item(run, k);
+    } else {
+      Expr loop = outer.bind(
+          w.name("loop"), loop_over_steps(w, cell, prepared, xw_all, lens, initial, trips, zero));
+      y = make_get_item(loop, cell.states);
+      for (int k = 0; k < cell.states; ++k) last[size_t(k)] = make_get_item(loop, k);
     }
-    std::vector<Expr> results{go};
-    results.insert(results.end(), next.begin(), next.end());
-    results.push_back(y_t);  // the scan output: every h
-    body->body = step.finish(make_tuple(results));
-
-    Expr loop = outer.bind(w.name("loop"), make_loop(trips, Expr(), initial, body, 1));
     // Y in time order (a reverse scan collected the last step first).
-    Expr y = make_get_item(loop, cell.states);
     if (reverse) {
       y = outer.bind(w.name("y_time_order"),
                      call("Slice", {y, i64s({-1}), i64s({std::numeric_limits<int64_t>::min()}),
@@ -182,8 +202,8 @@ Expr expand_cell(const Expr& e, const std::string& where, const Cell& cell) {
     }
     ys.push_back(outer.bind(w.name("y"), call("Unsqueeze", {y, i64s({1})})));
     for (int k = 0; k < cell.states; ++k) {
-      finals[size_t(k)].push_back(outer.bind(
-          w.name(k == 0 ? "y_h" : "y_c"), call("Unsqueeze", {make_get_item(loop, k), i64s({0})})));
+      finals[size_t(k)].push_back(outer.bind(w.name(k == 0 ? "y_h" : "y_c"),
+                                             call("Unsqueeze", {last[size_t(k)], i64s({0})})));
     }
   }
   // Y [seq, dirs, batch, h]; Y_h (and Y_c) [dirs, batch, h].

@@ -49,11 +49,19 @@ struct DirectionWeights {
 using CellStep =
     std::function<std::vector<Expr>(Lets& step, const Expr& xw, const std::vector<Expr>& states)>;
 
-// What a cell binds before the loop: its step, and the bias that x Wt takes for every step at
-// once (undefined: none), where a step would add it again each time.
+// The whole recurrence as one call (kernels/ops/recurrent.h's sequence kernels): from x Wt for
+// every step ([seq, batch, gates * hidden], biases added) and the initial states, every step's
+// h ([seq, batch, hidden]), then the final states besides h (LSTM's c), as a tuple when there
+// are any (the call itself otherwise).
+using CellSequence = std::function<Expr(const Expr& xw_all, const std::vector<Expr>& initial)>;
+
+// What a cell binds before the loop: its step, the bias that x Wt takes for every step at
+// once (undefined: none), where a step would add it again each time, and the whole
+// recurrence as one kernel where the cell has one (null: the step runs in a Loop).
 struct PreparedCell {
   CellStep step;
   Expr xw_bias;
+  CellSequence sequence;
 };
 
 struct Cell {

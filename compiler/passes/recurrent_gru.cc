@@ -4,7 +4,8 @@
 //   linear_before_reset 1:  n = tanh(x_t Wh + r (h Rh + Rbh) + Wbh)
 //   h' = (1 - z) n + z h, computed as n + z (h - n).
 // With linear_before_reset 1 (PyTorch's and Keras's GRU) a step is one product h R + Rb and
-// one dynvm.GruCell (kernels/ops/recurrent.h), Wb added to x W before the loop; with 0, the
+// one dynvm.GruCell (kernels/ops/recurrent.h), Wb added to x W before the loop (without
+// sequence_lens, every step in one dynvm.GruSequence kernel instead); with 0, the
 // reset gate multiplies h before its product, so the step is two products and the gate math
 // between them.
 #include "compiler/passes/recurrent_cell.h"
@@ -20,6 +21,11 @@ PreparedCell prepare_linear_before_reset(Lets& outer, const DirectionWeights& w)
     Expr hr = step.bind(w.name("hr"), call("MatMul", {s[0], w.rt}));
     if (w.rb.defined()) hr = step.bind(w.name("hr_b"), call("Add", {hr, w.rb}));
     return std::vector<Expr>{step.bind(w.name("h_next"), call("dynvm.GruCell", {xw, hr, s[0]}))};
+  };
+  prepared.sequence = [w](const Expr& xw_all, const std::vector<Expr>& initial) {
+    std::vector<Expr> in{xw_all, w.rt, initial[0]};
+    if (w.rb.defined()) in.push_back(w.rb);
+    return call("dynvm.GruSequence", in);
   };
   return prepared;
 }

@@ -1,7 +1,8 @@
 // LSTM's step (see recurrent_cell.h): gates = x_t Wt + h Rt (+ Wb + Rb, added to x Wt before
 // the loop) in ONNX's order i, o, f, c; then one dynvm.LstmCell (kernels/ops/recurrent.h):
 // c' = f c + i g; h' = o tanh(c'), with peepholes P (i, o, f) adding Pi c and Pf c to the i
-// and f gates and Po c' to the o gate.
+// and f gates and Po c' to the o gate. Without sequence_lens every step runs in one
+// dynvm.LstmSequence kernel instead of the Loop.
 #include "compiler/passes/recurrent_cell.h"
 #include "vm/error.h"
 
@@ -23,6 +24,11 @@ Expr expand_lstm(const Expr& e, const std::string& where) {
           step.bind(w.name("cell"), call("dynvm.LstmCell", in, {{"num_outputs", int64_t{2}}}));
       return std::vector<Expr>{step.bind(w.name("h_next"), make_get_item(next, 0)),
                                step.bind(w.name("c_next"), make_get_item(next, 1))};
+    };
+    prepared.sequence = [w](const Expr& xw_all, const std::vector<Expr>& initial) {
+      std::vector<Expr> in{xw_all, w.rt, initial[0], initial[1]};
+      if (w.p.defined()) in.push_back(w.p);
+      return call("dynvm.LstmSequence", in, {{"num_outputs", int64_t{2}}});
     };
     return prepared;
   };

@@ -1,5 +1,5 @@
 // RNN's step (see recurrent_cell.h): h' = tanh(x_t Wt + h Rt (+ Wb + Rb, added to x Wt
-// before the loop)).
+// before the loop)); without sequence_lens, every step in one dynvm.RnnSequence kernel.
 #include "compiler/passes/recurrent_cell.h"
 
 namespace dynvm::compiler::recurrent {
@@ -13,6 +13,9 @@ Expr expand_rnn(const Expr& e, const std::string& where) {
       Expr hr = step.bind(w.name("hr"), call("MatMul", {s[0], w.rt}));
       Expr pre = step.bind(w.name("pre"), call("Add", {hr, xw}));
       return std::vector<Expr>{step.bind(w.name("h_next"), call("Tanh", {pre}))};
+    };
+    prepared.sequence = [w](const Expr& xw_all, const std::vector<Expr>& initial) {
+      return call("dynvm.RnnSequence", {xw_all, w.rt, initial[0]});
     };
     return prepared;
   };

@@ -53,21 +53,15 @@ void vectorize_columns(te::Stage& st, const te::IterVarRef& columns, int64_t pan
 // row_axes (non-empty): acc is [rows, N] (batch_axes 0) and out [..., N] reads it at the
 // flat index of its axes row_axes (in order; out's other axes besides N have extent 1):
 // those loops fuse into one, tiled like M.
-te::Schedule tiled_schedule(const TensorRef& out, TensorRef acc, size_t batch_axes, int64_t panel,
-                            const std::vector<size_t>& row_axes, const OpInstance& op,
-                            const KnobValues& knobs) {
-  int64_t tile_m = knob(op, knobs, "tile_m");
-  int64_t tile_n = knob(op, knobs, "tile_n");
-  int64_t tile_k = knob(op, knobs, "tile_k");
-  bool parallel = knob(op, knobs, "parallel") != 0;
-  if (tile_m <= 0 || tile_n <= 0 || tile_k <= 0) user_error(op.name, ": tiles must be > 0");
-
-  te::Schedule s = te::create_schedule({out});
+void apply_tiles(te::Schedule& s, const TensorRef& out, TensorRef acc, size_t batch_axes,
+                 int64_t panel, const std::vector<size_t>& row_axes, const std::string& op,
+                 int64_t tile_m, int64_t tile_n, int64_t tile_k, bool parallel) {
+  if (tile_m <= 0 || tile_n <= 0 || tile_k <= 0) user_error(op, ": tiles must be > 0");
   if (!acc) acc = s.cache_write(out, "local");
   te::Stage& so = s[out];
   const size_t m_axis = batch_axes, n_axis = batch_axes + 1;
   if (panel > 0 && tile_n % panel != 0) {
-    user_error(op.name, ": tile_n (", tile_n, ") must be a multiple of the panel (", panel, ")");
+    user_error(op, ": tile_n (", tile_n, ") must be a multiple of the panel (", panel, ")");
   }
   const bool flat_rows = !row_axes.empty();
   te::IterVarRef rows = so.axis(m_axis);
@@ -112,6 +106,15 @@ te::Schedule tiled_schedule(const TensorRef& out, TensorRef acc, size_t batch_ax
   vectorize_columns(sa, sa.axis(n_axis), panel);
   sa.unroll(sa.axis(m_axis));
   sa.unroll(ki);
+}
+
+te::Schedule tiled_schedule(const TensorRef& out, TensorRef acc, size_t batch_axes, int64_t panel,
+                            const std::vector<size_t>& row_axes, const OpInstance& op,
+                            const KnobValues& knobs) {
+  te::Schedule s = te::create_schedule({out});
+  apply_tiles(s, out, std::move(acc), batch_axes, panel, row_axes, op.name,
+              knob(op, knobs, "tile_m"), knob(op, knobs, "tile_n"), knob(op, knobs, "tile_k"),
+              knob(op, knobs, "parallel") != 0);
   return s;
 }
 
@@ -339,6 +342,11 @@ OpInstance gemm_with(const TensorType& a, const TensorType& b, const std::option
 }
 
 }  // namespace
+
+void schedule_product_tiles(te::Schedule& s, const te::TensorRef& out, const te::TensorRef& acc,
+                            const std::string& op, int64_t tile_m, int64_t tile_n, int64_t tile_k) {
+  apply_tiles(s, out, acc, 0, 0, {}, op, tile_m, tile_n, tile_k, false);
+}
 
 OpInstance matmul(const TensorType& a, const TensorType& b) {
   return with_epilogue_builder([a, b](const FusedEpilogue* e) { return matmul_with(a, b, e); });

@@ -39,6 +39,12 @@ inline constexpr int64_t kPackedPanel = 16;
 // not Batch products of M rows: torch's [L, n, E] attention projections have M = n = 1.
 OpInstance matmul_packed_b(const TensorType& a, const TensorType& bp, int64_t n);
 
+// The template above applied to the 2-D stage `out` ([M, N]) of `s`, `acc` the product it
+// stores (computed at its tiles), serially: for kernels whose product is one stage among
+// others (recurrent.h's sequence kernels). `op` names the kernel in errors.
+void schedule_product_tiles(te::Schedule& s, const te::TensorRef& out, const te::TensorRef& acc,
+                            const std::string& op, int64_t tile_m, int64_t tile_n, int64_t tile_k);
+
 struct GemmAttrs {
   bool trans_a = false;  // a is [K, M]
   bool trans_b = false;  // b is [N, K]

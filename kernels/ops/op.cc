@@ -27,9 +27,15 @@ tir::LoweredFunc lower_op(const OpInstance& op, const KnobValues& knobs, const s
                           const LowerOpOptions& options) {
   for (const auto& [name, value] : knobs) knob(op, knobs, name);  // rejects unknown knobs
   te::Schedule schedule = op.schedule(knobs);
-  std::vector<te::TensorRef> args = op.inputs;
-  args.insert(args.end(), op.outputs.begin(), op.outputs.end());
-  tir::PrimFunc func = te::lower(schedule, args, symbol);
+  tir::PrimFunc func;
+  if (op.over_steps) {
+    func = op.over_steps(te::lower(schedule, op.step_args, symbol + "_step"));
+    func.name = symbol;
+  } else {
+    std::vector<te::TensorRef> args = op.inputs;
+    args.insert(args.end(), op.outputs.begin(), op.outputs.end());
+    func = te::lower(schedule, args, symbol);
+  }
   tir::LowerOptions lower_options;
   lower_options.dump_after = options.dump_after;
   lower_options.dump_stream = options.dump;

@@ -63,6 +63,11 @@ struct OpInstance {
   // Set by elementwise ops (elementwise_map): one output element from one element of each
   // input (broadcast), the math the kernel computes. Null: not fusible into an epilogue.
   std::function<tir::Expr(const std::vector<tir::Expr>&)> elementwise;
+  // Set by ops whose kernel repeats one step over a sequence (steps.h): `schedule` schedules
+  // the step, which lowers over `step_args`, and over_steps makes the kernel (over inputs
+  // and outputs) from that step function.
+  std::vector<te::TensorRef> step_args;
+  std::function<tir::PrimFunc(const tir::PrimFunc& step)> over_steps;
 };
 
 // An anchor op from its builder: `build(nullptr)`, with `with_epilogue` rebuilding it

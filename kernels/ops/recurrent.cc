@@ -1,7 +1,13 @@
 // LSTM and GRU cells (see recurrent.h).
 #include "kernels/ops/recurrent.h"
 
+#include <functional>
+#include <tuple>
+#include <utility>
+
+#include "kernels/ops/matmul.h"
 #include "kernels/ops/schedules.h"
+#include "kernels/ops/steps.h"
 #include "vm/error.h"
 
 namespace dynvm::ops {
@@ -31,6 +37,53 @@ int64_t check_cell(const char* op, const TensorType& state,
   return hidden;
 }
 
+// The LSTM cell's outputs (h', c') from gates g [batch, 4 hidden], c [batch, hidden] and
+// peepholes p [3 hidden] (when given).
+std::pair<te::TensorRef, te::TensorRef> lstm_math(const te::TensorRef& g, const te::TensorRef& cs,
+                                                  const te::TensorRef& p, int64_t hidden) {
+  // Gate `block`'s pre-activation at (b, j), plus peephole block `peephole` (none when
+  // negative) times `state`.
+  auto gate = [&](const te::Indices& i, int64_t block, int64_t peephole, const Expr& state) {
+    Expr v = te::read(g, {i[0], i[1] + arith::Expr(block * hidden)});
+    if (!p || peephole < 0) return v;
+    return v + te::read(p, {i[1] + arith::Expr(peephole * hidden)}) * state;
+  };
+  te::TensorRef c_next = te::compute("c_next", cs->shape(), [&](const te::Indices& i) {
+    Expr cv = te::read(cs, {i[0], i[1]});
+    Expr in = sigmoid(gate(i, 0, 0, cv));
+    Expr forget = sigmoid(gate(i, 2, 2, cv));
+    return forget * cv + in * tanh_of(gate(i, 3, -1, cv));
+  });
+  te::TensorRef h_next = te::compute("h_next", cs->shape(), [&](const te::Indices& i) {
+    Expr cn = te::read(c_next, {i[0], i[1]});
+    return sigmoid(gate(i, 1, 1, cn)) * tanh_of(cn);
+  });
+  return {h_next, c_next};
+}
+
+// The GRU cell's h' (linear_before_reset 1) from xw and hr [batch, 3 hidden], h [batch, hidden].
+te::TensorRef gru_math(const te::TensorRef& x, const te::TensorRef& r, const te::TensorRef& hs,
+                       int64_t hidden) {
+  return te::compute("h_next", hs->shape(), [&](const te::Indices& i) {
+    auto at = [&](const te::TensorRef& t, int64_t block) {
+      return te::read(t, {i[0], i[1] + arith::Expr(block * hidden)});
+    };
+    Expr z = sigmoid(at(x, 0) + at(r, 0));
+    Expr reset = sigmoid(at(x, 1) + at(r, 1));
+    Expr n = tanh_of(at(x, 2) + reset * at(r, 2));
+    return n + z * (te::read(hs, {i[0], i[1]}) - n);
+  });
+}
+
+void check_peepholes(const char* op, const std::optional<TensorType>& peepholes, vm::DType dtype,
+                     int64_t hidden) {
+  if (peepholes &&
+      (peepholes->dtype != dtype || peepholes->shape.size() != 1 ||
+       !peepholes->shape[0].is_int_imm() || peepholes->shape[0].int_value() != 3 * hidden)) {
+    user_error(op, ": peepholes must be [3 * ", hidden, "] of the state's dtype");
+  }
+}
+
 // Both outputs with the injective template, one loop nest each.
 OpInstance cell_op(std::string name, std::vector<te::TensorRef> inputs,
                    std::vector<te::TensorRef> outputs) {
@@ -50,41 +103,123 @@ OpInstance cell_op(std::string name, std::vector<te::TensorRef> inputs,
   return op;
 }
 
+// A sequence kernel (lstm_sequence, ...): its arguments, and its step — the product of the
+// carried h with R, `gates` storing `product` plus what the cell adds, then the cell's stages.
+struct SequenceStep {
+  std::string name;
+  std::vector<te::TensorRef> inputs, outputs;  // the kernel's
+  std::vector<te::TensorRef> step_args;        // the step's, with their roles
+  std::vector<StepArgument> roles;
+  te::TensorRef gates, product;
+  std::vector<te::TensorRef> cell;          // after gates, in order: the injective template
+  std::vector<te::TensorRef> step_outputs;  // what the step writes
+  arith::Expr steps;
+  std::vector<arith::Expr> state_shape;
+};
+
+// gates[b, n] = epilogue(sum_k h[b, k] rt[k, n], (b, n)), and that sum's stage.
+std::pair<te::TensorRef, te::TensorRef> step_product(
+    const te::TensorRef& h, const te::TensorRef& rt,
+    const std::function<Expr(const Expr&, const te::Indices&)>& epilogue) {
+  auto k = te::reduce_axis(rt->shape()[0], "k");
+  te::TensorRef product =
+      te::compute("hr", {h->shape()[0], rt->shape()[1]}, [&](const te::Indices& i) {
+        return te::sum(te::read(h, {i[0], k.var}) * te::read(rt, {k.var, i[1]}), {k});
+      });
+  te::TensorRef gates = te::compute("gates", product->shape(), [&](const te::Indices& i) {
+    return epilogue(te::read(product, {i[0], i[1]}), i);
+  });
+  return {gates, product};
+}
+
+// Knobs: the product's register tile (tile_m rows x tile_n columns, tile_k unrolled), the
+// cell's vector_width. At batch 1 a step is a matrix-vector product whose tile_n / 16
+// accumulators are the FMA chains in flight: 16 and 32 columns ran 3.1x and 1.7x slower than 64
+// (hidden 128), so they are not candidates. Serial: a step is microseconds, less than handing
+// work to a thread.
+OpInstance sequence_op(const SequenceStep& st) {
+  OpInstance op;
+  op.name = st.name;
+  op.inputs = st.inputs;
+  op.outputs = st.outputs;
+  op.knobs = {{"tile_m", {1, 2, 4, 6}, 4}, {"tile_n", {64, 128}, 64}, {"tile_k", {1, 4}, 4}};
+  for (const KnobSpec& spec : injective_knobs(st.state_shape)) {
+    if (spec.name == "vector_width") op.knobs.push_back(spec);
+  }
+  op.step_args = st.step_args;
+  op.schedule = [specs = op.knobs, st](const KnobValues& knobs) {
+    te::Schedule s = te::create_schedule(st.step_outputs);
+    schedule_product_tiles(s, st.gates, st.product, st.name, knob_value(specs, knobs, "tile_m"),
+                           knob_value(specs, knobs, "tile_n"), knob_value(specs, knobs, "tile_k"));
+    for (const te::TensorRef& t : st.cell) {
+      schedule_injective(s, t, knob_value(specs, knobs, "vector_width"), false);
+    }
+    return s;
+  };
+  op.over_steps = [st](const tir::PrimFunc& step) {
+    std::vector<te::TensorRef> args = st.inputs;
+    args.insert(args.end(), st.outputs.begin(), st.outputs.end());
+    return over_steps(step, st.roles, args, st.inputs.size(), st.steps);
+  };
+  return op;
+}
+
+// xw [steps, batch, blocks * hidden] and rt [hidden, blocks * hidden] (a static hidden size),
+// floating-point of one dtype, and each state ([batch, hidden]) of that dtype too. A state's
+// dims may be symbols of their own: the kernel declares them as xw's batch and rt's hidden,
+// and checks them when it runs.
+int64_t check_sequence(const char* op, const TensorType& xw, const TensorType& rt,
+                       const std::vector<const TensorType*>& states, int64_t blocks) {
+  if (!vm::is_floating(xw.dtype)) user_error(op, ": needs floating-point inputs");
+  if (rt.shape.size() != 2 || !rt.shape[0].is_int_imm()) {
+    user_error(op, ": rt must be [hidden, ", blocks, " * hidden] with a static hidden size");
+  }
+  const int64_t hidden = rt.shape[0].int_value();
+  auto is = [](const arith::Expr& d, int64_t v) { return d.is_int_imm() && d.int_value() == v; };
+  if (!is(rt.shape[1], blocks * hidden)) {
+    user_error(op, ": rt must be [", hidden, ", ", blocks, " * ", hidden, "]");
+  }
+  if (xw.shape.size() != 3 || !is(xw.shape[2], blocks * hidden)) {
+    user_error(op, ": xw must be [steps, batch, ", blocks, " * ", hidden, "]");
+  }
+  for (const TensorType* t : states) {
+    if (t->shape.size() != 2 || (t->shape[1].is_int_imm() && !is(t->shape[1], hidden))) {
+      user_error(op, ": states must be [batch, ", hidden, "]");
+    }
+  }
+  std::vector<const TensorType*> all{&rt};
+  all.insert(all.end(), states.begin(), states.end());
+  for (const TensorType* t : all) {
+    if (t->dtype != xw.dtype) user_error(op, ": inputs must share one dtype");
+  }
+  return hidden;
+}
+
+// A state's shape in the kernel: [batch, hidden], batch xw's.
+std::vector<arith::Expr> state_shape(const TensorType& xw, int64_t hidden) {
+  return {xw.shape[1], arith::Expr(hidden)};
+}
+
+// Every step's h: [steps, batch, hidden].
+te::TensorRef every_step(const TensorType& xw, int64_t hidden) {
+  return te::placeholder("y", {xw.shape[0], xw.shape[1], arith::Expr(hidden)}, xw.dtype);
+}
+
 }  // namespace
 
 OpInstance lstm_cell(const TensorType& gates, const TensorType& c,
                      const std::optional<TensorType>& peepholes) {
   const int64_t hidden = check_cell("lstm_cell", c, {&gates}, 4);
-  if (peepholes &&
-      (peepholes->dtype != c.dtype || peepholes->shape.size() != 1 ||
-       !peepholes->shape[0].is_int_imm() || peepholes->shape[0].int_value() != 3 * hidden)) {
-    user_error("lstm_cell: peepholes must be [3 * ", hidden, "] of the state's dtype");
-  }
+  check_peepholes("lstm_cell", peepholes, c.dtype, hidden);
   te::TensorRef g = te::placeholder("gates", gates.shape, gates.dtype);
   te::TensorRef cs = te::placeholder("c", c.shape, c.dtype);
   std::vector<te::TensorRef> inputs{g, cs};
-  std::optional<te::TensorRef> p;
+  te::TensorRef p;
   if (peepholes) {
     p = te::placeholder("p", peepholes->shape, c.dtype);
-    inputs.push_back(*p);
+    inputs.push_back(p);
   }
-  // Gate `block`'s pre-activation at (b, j), plus peephole block `peephole` (none when
-  // negative) times `state`.
-  auto gate = [&](const te::Indices& i, int64_t block, int64_t peephole, const Expr& state) {
-    Expr v = te::read(g, {i[0], i[1] + arith::Expr(block * hidden)});
-    if (!p || peephole < 0) return v;
-    return v + te::read(*p, {i[1] + arith::Expr(peephole * hidden)}) * state;
-  };
-  te::TensorRef c_next = te::compute("c_next", c.shape, [&](const te::Indices& i) {
-    Expr cv = te::read(cs, {i[0], i[1]});
-    Expr in = sigmoid(gate(i, 0, 0, cv));
-    Expr forget = sigmoid(gate(i, 2, 2, cv));
-    return forget * cv + in * tanh_of(gate(i, 3, -1, cv));
-  });
-  te::TensorRef h_next = te::compute("h_next", c.shape, [&](const te::Indices& i) {
-    Expr cn = te::read(c_next, {i[0], i[1]});
-    return sigmoid(gate(i, 1, 1, cn)) * tanh_of(cn);
-  });
+  auto [h_next, c_next] = lstm_math(g, cs, p, hidden);
   return cell_op(
       str_cat("lstm_cell", peepholes ? "_peep_" : "_", tir::to_string(tir::DataType{c.dtype, 1})),
       std::move(inputs), {h_next, c_next});
@@ -95,16 +230,124 @@ OpInstance gru_cell(const TensorType& xw, const TensorType& hr, const TensorType
   te::TensorRef x = te::placeholder("xw", xw.shape, xw.dtype);
   te::TensorRef r = te::placeholder("hr", hr.shape, hr.dtype);
   te::TensorRef hs = te::placeholder("h", h.shape, h.dtype);
-  te::TensorRef h_next = te::compute("h_next", h.shape, [&](const te::Indices& i) {
-    auto at = [&](const te::TensorRef& t, int64_t block) {
-      return te::read(t, {i[0], i[1] + arith::Expr(block * hidden)});
-    };
-    Expr z = sigmoid(at(x, 0) + at(r, 0));
-    Expr reset = sigmoid(at(x, 1) + at(r, 1));
-    Expr n = tanh_of(at(x, 2) + reset * at(r, 2));
-    return n + z * (te::read(hs, {i[0], i[1]}) - n);
-  });
-  return cell_op("gru_cell_" + tir::to_string(tir::DataType{h.dtype, 1}), {x, r, hs}, {h_next});
+  return cell_op("gru_cell_" + tir::to_string(tir::DataType{h.dtype, 1}), {x, r, hs},
+                 {gru_math(x, r, hs, hidden)});
+}
+
+OpInstance lstm_sequence(const TensorType& xw, const TensorType& rt, const TensorType& h0,
+                         const TensorType& c0, const std::optional<TensorType>& peepholes) {
+  const int64_t hidden = check_sequence("lstm_sequence", xw, rt, {&h0, &c0}, 4);
+  check_peepholes("lstm_sequence", peepholes, xw.dtype, hidden);
+  SequenceStep st;
+  const vm::DType dt = xw.dtype;
+  st.state_shape = state_shape(xw, hidden);
+  auto x = te::placeholder("xw", xw.shape, dt), r = te::placeholder("rt", rt.shape, dt);
+  auto h_0 = te::placeholder("h0", st.state_shape, dt);
+  auto c_0 = te::placeholder("c0", st.state_shape, dt);
+  te::TensorRef p;
+  st.inputs = {x, r, h_0, c_0};
+  if (peepholes) {
+    p = te::placeholder("p", peepholes->shape, dt);
+    st.inputs.push_back(p);
+  }
+  auto y = every_step(xw, hidden), c_last = te::placeholder("c_last", st.state_shape, dt);
+  st.outputs = {y, c_last};
+  auto x_t = te::placeholder("xw_t", {xw.shape[1], xw.shape[2]}, dt);
+  auto h_prev = te::placeholder("h_prev", st.state_shape, dt);
+  auto c_prev = te::placeholder("c_prev", st.state_shape, dt);
+  std::tie(st.gates, st.product) =
+      step_product(h_prev, r, [&](const Expr& v, const te::Indices& i) {
+        return v + te::read(x_t, {i[0], i[1]});
+      });
+  auto [h_next, c_next] = lstm_math(st.gates, c_prev, p, hidden);
+  using Role = StepArgument::Role;
+  st.step_args = {x_t, r, h_prev, c_prev};
+  st.roles = {{Role::kAtStep, x, {}},
+              {Role::kWhole, r, {}},
+              {Role::kCarried, y, h_0},
+              {Role::kCarried, c_last, c_0}};
+  if (p) {
+    st.step_args.push_back(p);
+    st.roles.push_back({Role::kWhole, p, {}});
+  }
+  st.step_args.insert(st.step_args.end(), {h_next, c_next});
+  st.roles.insert(st.roles.end(), {{Role::kAtStep, y, {}}, {Role::kWhole, c_last, {}}});
+  st.cell = {c_next, h_next};
+  st.step_outputs = {h_next, c_next};
+  st.steps = xw.shape[0];
+  st.name =
+      str_cat("lstm_sequence", peepholes ? "_peep_" : "_", tir::to_string(tir::DataType{dt, 1}));
+  return sequence_op(st);
+}
+
+OpInstance gru_sequence(const TensorType& xw, const TensorType& rt, const TensorType& h0,
+                        const std::optional<TensorType>& rb) {
+  const int64_t hidden = check_sequence("gru_sequence", xw, rt, {&h0}, 3);
+  if (rb && (rb->dtype != xw.dtype || rb->shape.size() != 1 || !rb->shape[0].is_int_imm() ||
+             rb->shape[0].int_value() != 3 * hidden)) {
+    user_error("gru_sequence: rb must be [3 * ", hidden, "] of the state's dtype");
+  }
+  SequenceStep st;
+  const vm::DType dt = xw.dtype;
+  st.state_shape = state_shape(xw, hidden);
+  auto x = te::placeholder("xw", xw.shape, dt), r = te::placeholder("rt", rt.shape, dt);
+  auto h_0 = te::placeholder("h0", st.state_shape, dt);
+  te::TensorRef bias;
+  st.inputs = {x, r, h_0};
+  if (rb) {
+    bias = te::placeholder("rb", rb->shape, dt);
+    st.inputs.push_back(bias);
+  }
+  auto y = every_step(xw, hidden);
+  st.outputs = {y};
+  auto x_t = te::placeholder("xw_t", {xw.shape[1], xw.shape[2]}, dt);
+  auto h_prev = te::placeholder("h_prev", st.state_shape, dt);
+  std::tie(st.gates, st.product) = step_product(
+      h_prev, r,
+      [&](const Expr& v, const te::Indices& i) { return bias ? v + te::read(bias, {i[1]}) : v; });
+  te::TensorRef h_next = gru_math(x_t, st.gates, h_prev, hidden);
+  using Role = StepArgument::Role;
+  st.step_args = {x_t, r, h_prev};
+  st.roles = {{Role::kAtStep, x, {}}, {Role::kWhole, r, {}}, {Role::kCarried, y, h_0}};
+  if (bias) {
+    st.step_args.push_back(bias);
+    st.roles.push_back({Role::kWhole, bias, {}});
+  }
+  st.step_args.push_back(h_next);
+  st.roles.push_back({Role::kAtStep, y, {}});
+  st.cell = {h_next};
+  st.step_outputs = {h_next};
+  st.steps = xw.shape[0];
+  st.name = "gru_sequence_" + tir::to_string(tir::DataType{dt, 1});
+  return sequence_op(st);
+}
+
+OpInstance rnn_sequence(const TensorType& xw, const TensorType& rt, const TensorType& h0) {
+  const int64_t hidden = check_sequence("rnn_sequence", xw, rt, {&h0}, 1);
+  SequenceStep st;
+  const vm::DType dt = xw.dtype;
+  st.state_shape = state_shape(xw, hidden);
+  auto x = te::placeholder("xw", xw.shape, dt), r = te::placeholder("rt", rt.shape, dt);
+  auto h_0 = te::placeholder("h0", st.state_shape, dt);
+  st.inputs = {x, r, h_0};
+  auto y = every_step(xw, hidden);
+  st.outputs = {y};
+  auto x_t = te::placeholder("xw_t", {xw.shape[1], xw.shape[2]}, dt);
+  auto h_prev = te::placeholder("h_prev", st.state_shape, dt);
+  std::tie(st.gates, st.product) =
+      step_product(h_prev, r, [&](const Expr& v, const te::Indices& i) {
+        return tanh_of(v + te::read(x_t, {i[0], i[1]}));
+      });
+  using Role = StepArgument::Role;
+  st.step_args = {x_t, r, h_prev, st.gates};
+  st.roles = {{Role::kAtStep, x, {}},
+              {Role::kWhole, r, {}},
+              {Role::kCarried, y, h_0},
+              {Role::kAtStep, y, {}}};
+  st.step_outputs = {st.gates};
+  st.steps = xw.shape[0];
+  st.name = "rnn_sequence_" + tir::to_string(tir::DataType{dt, 1});
+  return sequence_op(st);
 }
 
 }  // namespace dynvm::ops
