@@ -132,12 +132,26 @@ OpInstance dense(const TensorType& xt, const TensorRef& X, const TensorRef& W, c
   // extra columns alone ran 58 us against 31 in NCHW.
   bool has_pads = false;
   for (int64_t p : win.pads) has_pads |= p != 0;
-  const bool round_width = !ow.is_int_imm() && has_pads;
+  // A strided conv over a symbolic width runs its tiles along the output's positions
+  // flattened (oh * ow + ow over the image), so that a row's last tile continues on the next
+  // row instead of being a partial one or one rounded past the row: at 10 wide, tiles of 8
+  // made 8 + 8 for 10 (RegNet-style 1x1 stride-2 shortcut, 160 -> 384 at 20x20, batch 4: 685
+  // -> 430 us, static 432). The accumulator's positions reach kMaxTile - 1 past the image,
+  // clamped to its last position where they read, so that the last tile is a full one; only
+  // its real positions are stored. Each position's row and column cost a division per tile,
+  // which unit-stride convs over wide maps and stems (short sums) do not earn back: 1x1 at
+  // 80 wide ran 1.27x slower flat, so they keep the rows.
+  const bool flat = !ow.is_int_imm() && win.strides[1] > 1 && blocked_in;
+  const bool round_width = !flat && !ow.is_int_imm() && has_pads;
   std::vector<arith::Expr> conv_shape = shape;
   arith::Expr extra_columns = I(0);
   if (round_width) {
     conv_shape[3] = arith::simplify(ow + (kMaxTile - 1));
     extra_columns = I((kMaxTile - 1) * win.strides[1]);
+  }
+  const arith::Expr positions = arith::simplify(oh * ow);
+  if (flat) {
+    conv_shape = {n, I(out_blocks), arith::simplify(positions + (kMaxTile - 1)), I(kChannelBlock)};
   }
   const TensorRef P = pad_spatial(X, win, 0.0, extra_columns);
   const bool full_blocks = blocked_in && c_in % kChannelBlock == 0;
@@ -145,30 +159,38 @@ OpInstance dense(const TensorType& xt, const TensorRef& X, const TensorRef& W, c
   te::IterVar il = te::reduce_axis(kChannelBlock, "il");
   te::IterVar k = te::reduce_axis(c_in, "k");
   te::IterVar rh = te::reduce_axis(a.kernel[0], "rh"), rw = te::reduce_axis(a.kernel[1], "rw");
-  TensorRef C = te::compute("Conv", conv_shape, [&](const Indices& i) {
-    const arith::Expr y = i[2] * win.strides[0] + rh.var * win.dilations[0];
-    const arith::Expr x = i[3] * win.strides[1] + rw.var * win.dilations[1];
+  // The sum for output (image, block ob, row r, column q, lane o).
+  auto conv_at = [&](const arith::Expr& image, const arith::Expr& ob, const arith::Expr& r,
+                     const arith::Expr& q, const arith::Expr& o) {
+    const arith::Expr y = r * win.strides[0] + rh.var * win.dilations[0];
+    const arith::Expr x = q * win.strides[1] + rw.var * win.dilations[1];
     if (full_blocks) {
       const arith::Expr c = ib.var * kChannelBlock + il.var;
       // A group's input blocks follow each other: output block ob reads those of group
       // ob / (out_blocks / groups).
       arith::Expr block = ib.var;
       if (a.groups > 1) {
-        block = arith::floordiv(i[1], out_blocks / a.groups) * (c_in / kChannelBlock) + ib.var;
+        block = arith::floordiv(ob, out_blocks / a.groups) * (c_in / kChannelBlock) + ib.var;
       }
       return te::sum(
-          te::read(P, {i[0], block, y, x, il.var}) * te::read(W, {i[1], c, rh.var, rw.var, i[4]}),
+          te::read(P, {image, block, y, x, il.var}) * te::read(W, {ob, c, rh.var, rw.var, o}),
           {ib, rh, rw, il});
     }
-    std::vector<arith::Expr> xi{i[0], k.var, y, x};
+    std::vector<arith::Expr> xi{image, k.var, y, x};
     if (blocked_in) {
-      xi = {i[0], arith::floordiv(k.var, kChannelBlock), y, x,
+      xi = {image, arith::floordiv(k.var, kChannelBlock), y, x,
             arith::floormod(k.var, kChannelBlock)};
     }
-    return te::sum(te::read(P, xi) * te::read(W, {i[1], k.var, rh.var, rw.var, i[4]}), {k, rh, rw});
+    return te::sum(te::read(P, xi) * te::read(W, {ob, k.var, rh.var, rw.var, o}), {k, rh, rw});
+  };
+  TensorRef C = te::compute("Conv", conv_shape, [&](const Indices& i) {
+    if (!flat) return conv_at(i[0], i[1], i[2], i[3], i[4]);
+    const arith::Expr at = arith::min(i[2], positions - 1);
+    return conv_at(i[0], i[1], arith::floordiv(at, ow), arith::floormod(at, ow), i[3]);
   });
   TensorRef Y = te::compute("Y", shape, [&](const Indices& i) {
-    tir::Expr y = te::read(C, {i[0], i[1], i[2], i[3], i[4]});
+    tir::Expr y = flat ? te::read(C, {i[0], i[1], i[2] * ow + i[3], i[4]})
+                       : te::read(C, {i[0], i[1], i[2], i[3], i[4]});
     if (B) y = y + te::read(B, {i[1], i[4]});
     return e != nullptr ? e->apply(y, i) : y;
   });
@@ -177,7 +199,8 @@ OpInstance dense(const TensorType& xt, const TensorRef& X, const TensorRef& W, c
   OpInstance op = blocked_conv_op(name, X, W, B, Y, e);
   op.knobs = dense_knobs(out_blocks, shape);
   const TensorRef pad = P == X ? nullptr : P;
-  op.schedule = [Y, C, pad, blocked_in, specs = op.knobs, out_blocks](const KnobValues& knobs) {
+  op.schedule = [Y, C, pad, blocked_in, flat, specs = op.knobs,
+                 out_blocks](const KnobValues& knobs) {
     const int64_t oc_block = knob_value(specs, knobs, "oc_block");
     const int64_t ow_block = knob_value(specs, knobs, "ow_block");
     if (oc_block <= 0 || ow_block <= 0)
@@ -188,11 +211,20 @@ OpInstance dense(const TensorType& xt, const TensorRef& X, const TensorRef& W, c
     if (pad) schedule_injective(s, pad, blocked_in ? kChannelBlock : 1, parallel);
     te::Stage& so = s[Y];
     auto [obo, obi] = so.split(so.axis(1), oc_block);
-    auto [xo, xi] = so.split(so.axis(3), ow_block);
-    so.reorder({so.axis(0), obo, so.axis(2), xo, obi, xi, so.axis(4)});
-    so.vectorize(so.axis(4));
+    te::IterVarRef columns = flat ? so.fuse(so.axis(2), so.axis(3)) : so.axis(3);
+    auto [xo, xi] = so.split(columns, ow_block);
+    if (flat) {
+      so.reorder({so.axis(0), obo, xo, obi, xi, so.axis(so.num_axes() - 1)});
+    } else {
+      so.reorder({so.axis(0), obo, so.axis(2), xo, obi, xi, so.axis(4)});
+    }
+    so.vectorize(so.axis(so.num_axes() - 1));
     so.unroll(obi);
-    so.unroll(xi);
+    // Flat, the stores of the last tile run as a loop: unrolled, specialize_extents made a
+    // copy of the whole tile (its sum included) per remainder, doubling a ResNet's compile
+    // time (4.2 -> 9.4 s) for one tile an image; LLVM unrolls the constant-trip loop of the
+    // full tiles all the same (10.07 against 10.10 ms).
+    if (!flat) so.unroll(xi);
     if (parallel) {
       // Enough output blocks: (n, block) in parallel; else the rows (a 24-channel layer has
       // one block pair, and would run on one thread), outermost: one parallel loop per call,
@@ -200,6 +232,14 @@ OpInstance dense(const TensorType& xt, const TensorRef& X, const TensorRef& W, c
       // 1.164-1.168 -> 1.156-1.157 ms, alternating runs).
       if ((out_blocks + oc_block - 1) / oc_block >= 4) {
         so.parallel(so.fuse(so.axis(0), obo));
+      } else if (flat) {
+        // The tiles stand for the rows, outermost; a unit loop inside (n, block) is where the
+        // accumulator is computed (a longer run of tiles there left a tail loop that ran 12%
+        // slower).
+        auto [chunk, tile] = so.split(xo, 1);
+        so.reorder({chunk, so.axis(0), obo, tile});
+        so.parallel(chunk);
+        xo = tile;
       } else {
         so.reorder({so.axis(2), so.axis(0), obo});
         so.parallel(so.axis(2));
@@ -207,7 +247,7 @@ OpInstance dense(const TensorType& xt, const TensorRef& X, const TensorRef& W, c
     }
     te::Stage& sa = accumulate_at(s, C, so, xo);
     sa.unroll(sa.axis(1));
-    sa.unroll(sa.axis(3));
+    sa.unroll(sa.axis(flat ? 2 : 3));
     return s;
   };
   return op;

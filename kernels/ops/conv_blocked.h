@@ -22,7 +22,9 @@
 //       wide groups: w [MB, C/groups, ...]): w [MB, C, kH, kW, 16 (out)], x blocked
 //       or NCHW (a stem's 3 channels: its output blocked without a conversion), a register
 //       tile of oc_block output blocks x ow_block positions, each input value broadcast into
-//       it; the sum runs over the C real input channels only (never a padded lane);
+//       it (positions along a row; a strided conv over a symbolic width takes them along the
+//       image's positions flattened, so that no row ends in a partial tile); the sum runs
+//       over the C real input channels only (never a padded lane);
 //   bias [MB, 16] (zero past M).
 // Both take an epilogue (compiler/passes/fuse_ops) at the blocked output's indices.
 #pragma once
