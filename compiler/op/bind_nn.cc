@@ -469,23 +469,32 @@ void register_nn_bindings() {
     return kernel_binding(ctx, "GruCell", "", {0, 1, 2},
                           [](const auto& t) { return ops::gru_cell(t[0], t[1], t[2]); });
   });
-  register_binding("dynvm.LstmSequence", [](const BindContext& ctx) {
-    return kernel_binding(ctx, "LstmSequence", "", present_inputs(ctx), [](const auto& t) {
-      std::optional<ops::TensorType> peepholes;
-      if (t.size() == 5) peepholes = t[4];
-      return ops::lstm_sequence(t[0], t[1], t[2], t[3], peepholes);
-    });
+  // The sequence kernels: the direction is part of the workload.
+  auto direction = [](const BindContext& ctx) {
+    return attr_string(ctx.attrs(), "direction", "forward", ctx.where());
+  };
+  register_binding("dynvm.LstmSequence", [direction](const BindContext& ctx) {
+    const std::string d = direction(ctx);
+    return kernel_binding(ctx, "LstmSequence", "direction=" + d, present_inputs(ctx),
+                          [d](const auto& t) {
+                            std::optional<ops::TensorType> peepholes;
+                            if (t.size() == 5) peepholes = t[4];
+                            return ops::lstm_sequence(t[0], t[1], t[2], t[3], peepholes, d);
+                          });
   });
-  register_binding("dynvm.GruSequence", [](const BindContext& ctx) {
-    return kernel_binding(ctx, "GruSequence", "", present_inputs(ctx), [](const auto& t) {
-      std::optional<ops::TensorType> rb;
-      if (t.size() == 4) rb = t[3];
-      return ops::gru_sequence(t[0], t[1], t[2], rb);
-    });
+  register_binding("dynvm.GruSequence", [direction](const BindContext& ctx) {
+    const std::string d = direction(ctx);
+    return kernel_binding(ctx, "GruSequence", "direction=" + d, present_inputs(ctx),
+                          [d](const auto& t) {
+                            std::optional<ops::TensorType> rb;
+                            if (t.size() == 4) rb = t[3];
+                            return ops::gru_sequence(t[0], t[1], t[2], rb, d);
+                          });
   });
-  register_binding("dynvm.RnnSequence", [](const BindContext& ctx) {
-    return kernel_binding(ctx, "RnnSequence", "", {0, 1, 2},
-                          [](const auto& t) { return ops::rnn_sequence(t[0], t[1], t[2]); });
+  register_binding("dynvm.RnnSequence", [direction](const BindContext& ctx) {
+    const std::string d = direction(ctx);
+    return kernel_binding(ctx, "RnnSequence", "direction=" + d, {0, 1, 2},
+                          [d](const auto& t) { return ops::rnn_sequence(t[0], t[1], t[2], d); });
   });
   register_binding("Gemm", bind_gemm);
   register_binding("Conv", bind_conv);

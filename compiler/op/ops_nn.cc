@@ -382,26 +382,29 @@ Facts recurrent_op(OpContext& ctx, int outputs) {
   return out;
 }
 
-// dynvm.LstmSequence(xw [steps, batch, 4 h], rt [h, 4 h], h0, c0 [batch, h], peepholes [3 h]?)
-// -> y [steps, batch, h], c_last [batch, h]; dynvm.GruSequence(xw [steps, batch, 3 h],
-// rt [h, 3 h], h0, rb [3 h]?) -> y; dynvm.RnnSequence(xw [steps, batch, h], rt [h, h], h0) -> y
+// dynvm.LstmSequence(xw [steps, batch, dirs * 4 h], rt [dirs, h, 4 h], h0, c0 [dirs, batch, h],
+// peepholes [dirs, 3 h]?) {direction} -> y [steps, dirs, batch, h], c_last [dirs, batch, h];
+// dynvm.GruSequence(xw [steps, batch, dirs * 3 h], rt [dirs, h, 3 h], h0, rb [dirs, 3 h]?) -> y;
+// dynvm.RnnSequence(xw [steps, batch, dirs * h], rt [dirs, h, h], h0) -> y
 // (kernels/ops/recurrent.h; compiler/passes/recurrent_cell.cc makes them). The operands' checks
 // are the kernel builders'; here the dims that fix the outputs: xw's steps and batch, rt's
-// hidden size.
+// directions and hidden size.
 Facts recurrent_sequence_op(OpContext& ctx, int64_t blocks, int outputs) {
   const std::vector<Dim>& x = ctx.dims(0);
   const std::vector<Dim>& rt = ctx.dims(1);
-  if (rt.size() != 2 || !rt[0].is_const()) ctx.fail("rt must be [hidden, gates * hidden]");
-  const int64_t hidden = rt[0].value();
-  if (x.size() != 3 || (x[2].is_const() && x[2].value() != blocks * hidden)) {
-    ctx.fail("xw must be [steps, batch, ", blocks, " * ", hidden, "]");
+  if (rt.size() != 3 || !rt[0].is_const() || !rt[1].is_const()) {
+    ctx.fail("rt must be [dirs, hidden, gates * hidden]");
+  }
+  const int64_t dirs = rt[0].value(), hidden = rt[1].value();
+  if (x.size() != 3 || (x[2].is_const() && x[2].value() != dirs * blocks * hidden)) {
+    ctx.fail("xw must be [steps, batch, ", dirs, " * ", blocks, " * ", hidden, "]");
   }
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
     if (ctx.dtype(i) != ctx.dtype(0)) ctx.fail("operands have different dtypes");
   }
   // The states' batch is xw's (the kernel checks that they agree).
-  Facts out{tensor_facts(ctx.dtype(0), {x[0], x[1], Dim(hidden)})};
-  if (outputs == 2) out.push_back(tensor_facts(ctx.dtype(0), {x[1], Dim(hidden)}));
+  Facts out{tensor_facts(ctx.dtype(0), {x[0], Dim(dirs), x[1], Dim(hidden)})};
+  if (outputs == 2) out.push_back(tensor_facts(ctx.dtype(0), {Dim(dirs), x[1], Dim(hidden)}));
   return out;
 }
 

@@ -25,6 +25,13 @@ bool absent(const std::vector<Expr>& in, size_t i) {
   return i >= in.size() || (in[i].kind() == ExprKind::kTuple && in[i]->operands.empty());
 }
 
+Expr stack(Lets& outer, const std::string& name, const std::vector<Expr>& per_direction) {
+  std::vector<Expr> rows;
+  for (const Expr& v : per_direction) rows.push_back(call("Unsqueeze", {v, i64s({0})}));
+  if (rows.size() == 1) return outer.bind(name, rows[0]);
+  return outer.bind(name, call("Concat", rows, {{"axis", int64_t{0}}}));
+}
+
 Expr Lets::bind(const std::string& name, Expr value) {
   Expr v = make_var(name);
   lets_.emplace_back(v, std::move(value));
@@ -134,10 +141,9 @@ Expr expand_cell(const Expr& e, const std::string& where, const Cell& cell) {
     lens = outer.bind(base + "_lens", call("Cast", {in[4]}, {{"to", int64_t{7}}}));
   }
 
-  std::vector<Expr> ys;                                        // per direction
-  std::vector<std::vector<Expr>> finals(size_t(cell.states));  // per state, per direction
+  std::vector<DirectionWeights> ws;
+  std::vector<PreparedCell> preps;
   for (int64_t d = 0; d < dirs; ++d) {
-    const bool reverse = direction == "reverse" || d == 1;
     DirectionWeights w;
     w.hidden = h;
     w.prefix = base + (dirs == 1 ? "" : d == 0 ? "_fw" : "_bw");
@@ -155,65 +161,116 @@ Expr expand_cell(const Expr& e, const std::string& where, const Cell& cell) {
       w.rb = outer.bind(w.name("rb"), slice(b, cell.gates * h, 2 * cell.gates * h, 0));
     }
     if (cell.states == 2 && !absent(in, 7)) w.p = outer.bind(w.name("p"), pick(in[7]));
+    preps.push_back(cell.prepare(outer, w));
+    ws.push_back(std::move(w));
+  }
+  // The given initial state k ([dirs, batch, h]), undefined when absent.
+  auto given_state = [&](int k) {
+    const size_t i = 5 + size_t(k);
+    if (absent(in, i)) return Expr();
+    return batch_first ? swap01(in[i], {1, 0, 2}) : in[i];
+  };
+
+  std::vector<Expr> outs;  // Y [seq, dirs, batch, h]; Y_h (and Y_c) [dirs, batch, h]
+  if (preps[0].sequence && !lens.defined()) {
+    // Every direction in one kernel: x Wt of all of them as one product, their columns side by
+    // side, each Rt and state stacked along a leading direction axis; the kernel writes ONNX's
+    // Y itself.
+    std::vector<Expr> wts, biases, rts;
+    for (int64_t d = 0; d < dirs; ++d) {
+      wts.push_back(ws[size_t(d)].wt);
+      if (preps[size_t(d)].xw_bias.defined()) biases.push_back(preps[size_t(d)].xw_bias);
+      rts.push_back(ws[size_t(d)].rt);
+    }
+    auto side_by_side = [&](const std::vector<Expr>& v, int64_t axis, const std::string& n) {
+      if (v.size() == 1) return v[0];
+      return outer.bind(base + "_" + n, call("Concat", v, {{"axis", axis}}));
+    };
+    Expr xw = outer.bind(base + "_xw", call("MatMul", {x, side_by_side(wts, 1, "wt")}));
+    if (!biases.empty()) {
+      xw = outer.bind(base + "_xw_b", call("Add", {xw, side_by_side(biases, 0, "xw_bias")}));
+    }
+    Expr states_shape = outer.bind(
+        base + "_states_shape",
+        call("Concat",
+             {i64s({dirs}), call("Gather", {shape, i64s({1})}, {{"axis", int64_t{0}}}), i64s({h})},
+             {{"axis", int64_t{0}}}));
     std::vector<Expr> initial;
     for (int k = 0; k < cell.states; ++k) {
-      const std::string n = w.name(k == 0 ? "h0" : "c0");
-      const size_t i = 5 + size_t(k);
-      Expr given;
-      if (!absent(in, i)) given = batch_first ? swap01(in[i], {1, 0, 2}) : in[i];
-      initial.push_back(
-          outer.bind(n, absent(in, i) ? call("Expand", {zero, zeros_shape}) : pick(given)));
+      Expr given = given_state(k);
+      initial.push_back(outer.bind(base + (k == 0 ? "_h0" : "_c0"),
+                                   given.defined() ? given : call("Expand", {zero, states_shape})));
     }
-    PreparedCell prepared = cell.prepare(outer, w);
-    // X Wt for every step at once ([seq, batch, gates * hidden]): one product with the
-    // steps as rows, where each step multiplied its own [batch, input] row block.
-    Expr xw_all = outer.bind(w.name("xw_all"), call("MatMul", {x, w.wt}));
-    if (prepared.xw_bias.defined()) {
-      xw_all = outer.bind(w.name("xw_all_b"), call("Add", {xw_all, prepared.xw_bias}));
+    Expr run = outer.bind(
+        base + "_sequence",
+        preps[0].sequence(outer, xw, stack(outer, base + "_rt", rts), initial, ws, direction));
+    Expr y = cell.states == 1 ? run : outer.bind(base + "_y", make_get_item(run, 0));
+    outs.push_back(y);
+    // Each direction's last h: forward at the last time, reverse at the first.
+    std::vector<Expr> last;
+    for (int64_t d = 0; d < dirs; ++d) {
+      const bool reverse = direction == "reverse" || d == 1;
+      Expr at = call("Gather", {y, i64(reverse ? 0 : -1)}, {{"axis", int64_t{0}}});
+      last.push_back(outer.bind(ws[size_t(d)].name("y_h"), slice(at, d, d + 1, 0)));
     }
-    // A reverse scan reads the steps last first: reversed once here, step t reads row t (a
-    // per-step index seq - 1 - t was an integer kernel of its own every step).
-    if (reverse) {
-      xw_all = outer.bind(w.name("xw_reversed"),
-                          call("Slice", {xw_all, i64s({-1}),
-                                         i64s({std::numeric_limits<int64_t>::min()}), i64s({0}),
-                                         i64s({-1})}));
-    }
-
-    // Every step's h in scan order, and the final states.
-    Expr y;
-    std::vector<Expr> last(size_t(cell.states));
-    if (prepared.sequence && !lens.defined()) {
-      Expr run = outer.bind(w.name("sequence"), prepared.sequence(xw_all, initial));
-      y = cell.states == 1 ? run : outer.bind(w.name("y_steps"), make_get_item(run, 0));
-      last[0] = outer.bind(w.name("h_last"), call("Gather", {y, i64(-1)}, {{"axis", int64_t{0}}}));
-      for (int k = 1; k < cell.states; ++k) last[size_t(k)] = make_get_item(run, k);
-    } else {
+    outs.push_back(side_by_side(last, 0, "y_h"));
+    if (cell.states == 2) outs.push_back(outer.bind(base + "_y_c", make_get_item(run, 1)));
+  } else {
+    std::vector<Expr> ys;                                        // per direction
+    std::vector<std::vector<Expr>> finals(size_t(cell.states));  // per state, per direction
+    for (int64_t d = 0; d < dirs; ++d) {
+      const DirectionWeights& w = ws[size_t(d)];
+      const PreparedCell& prepared = preps[size_t(d)];
+      const bool reverse = direction == "reverse" || d == 1;
+      std::vector<Expr> initial;
+      for (int k = 0; k < cell.states; ++k) {
+        Expr given = given_state(k);
+        if (given.defined()) {
+          given = dirs == 1 ? call("Squeeze", {given, i64s({0})})
+                            : call("Gather", {given, i64(d)}, {{"axis", int64_t{0}}});
+        }
+        initial.push_back(
+            outer.bind(w.name(k == 0 ? "h0" : "c0"),
+                       given.defined() ? given : call("Expand", {zero, zeros_shape})));
+      }
+      // X Wt for every step at once ([seq, batch, gates * hidden]): one product with the
+      // steps as rows, where each step multiplied its own [batch, input] row block.
+      Expr xw_all = outer.bind(w.name("xw_all"), call("MatMul", {x, w.wt}));
+      if (prepared.xw_bias.defined()) {
+        xw_all = outer.bind(w.name("xw_all_b"), call("Add", {xw_all, prepared.xw_bias}));
+      }
+      // A reverse scan reads the steps last first: reversed once here, step t reads row t (a
+      // per-step index seq - 1 - t was an integer kernel of its own every step).
+      if (reverse) {
+        xw_all = outer.bind(
+            w.name("xw_reversed"),
+            call("Slice", {xw_all, i64s({-1}), i64s({std::numeric_limits<int64_t>::min()}),
+                           i64s({0}), i64s({-1})}));
+      }
       Expr loop = outer.bind(
           w.name("loop"), loop_over_steps(w, cell, prepared, xw_all, lens, initial, trips, zero));
-      y = make_get_item(loop, cell.states);
-      for (int k = 0; k < cell.states; ++k) last[size_t(k)] = make_get_item(loop, k);
+      Expr y = make_get_item(loop, cell.states);
+      // Y in time order (a reverse scan collected the last step first).
+      if (reverse) {
+        y = outer.bind(w.name("y_time_order"),
+                       call("Slice", {y, i64s({-1}), i64s({std::numeric_limits<int64_t>::min()}),
+                                      i64s({0}), i64s({-1})}));
+      }
+      ys.push_back(outer.bind(w.name("y"), call("Unsqueeze", {y, i64s({1})})));
+      for (int k = 0; k < cell.states; ++k) {
+        finals[size_t(k)].push_back(
+            outer.bind(w.name(k == 0 ? "y_h" : "y_c"),
+                       call("Unsqueeze", {make_get_item(loop, k), i64s({0})})));
+      }
     }
-    // Y in time order (a reverse scan collected the last step first).
-    if (reverse) {
-      y = outer.bind(w.name("y_time_order"),
-                     call("Slice", {y, i64s({-1}), i64s({std::numeric_limits<int64_t>::min()}),
-                                    i64s({0}), i64s({-1})}));
-    }
-    ys.push_back(outer.bind(w.name("y"), call("Unsqueeze", {y, i64s({1})})));
-    for (int k = 0; k < cell.states; ++k) {
-      finals[size_t(k)].push_back(outer.bind(w.name(k == 0 ? "y_h" : "y_c"),
-                                             call("Unsqueeze", {last[size_t(k)], i64s({0})})));
-    }
+    auto both = [&](const std::vector<Expr>& per_direction, int64_t axis, const char* n) {
+      if (dirs == 1) return per_direction[0];
+      return outer.bind(base + "_" + n, call("Concat", per_direction, {{"axis", axis}}));
+    };
+    outs.push_back(both(ys, 1, "y"));
+    for (int k = 0; k < cell.states; ++k)
+      outs.push_back(both(finals[size_t(k)], 0, k ? "y_c" : "y_h"));
   }
-  // Y [seq, dirs, batch, h]; Y_h (and Y_c) [dirs, batch, h].
-  auto both = [&](const std::vector<Expr>& per_direction, int64_t axis, const char* n) {
-    if (dirs == 1) return per_direction[0];
-    return outer.bind(base + "_" + n, call("Concat", per_direction, {{"axis", axis}}));
-  };
-  std::vector<Expr> outs{both(ys, 1, "y")};
-  for (int k = 0; k < cell.states; ++k)
-    outs.push_back(both(finals[size_t(k)], 0, k ? "y_c" : "y_h"));
   if (batch_first) {
     outs[0] = outer.bind(base + "_y_batch_first", swap01(outs[0], {2, 0, 1, 3}));
     for (size_t k = 1; k < outs.size(); ++k) {

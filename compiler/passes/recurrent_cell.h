@@ -20,6 +20,10 @@ Expr slice(const Expr& x, int64_t begin, int64_t end, int64_t axis);
 // Input i is missing or the empty name.
 bool absent(const std::vector<Expr>& in, size_t i);
 
+// The per-direction values stacked along a new leading axis ([dirs, ...]), bound to `name`.
+class Lets;
+Expr stack(Lets& outer, const std::string& name, const std::vector<Expr>& per_direction);
+
 // A builder of let chains: bind() names a value, finish() wraps the body.
 class Lets {
  public:
@@ -49,11 +53,16 @@ struct DirectionWeights {
 using CellStep =
     std::function<std::vector<Expr>(Lets& step, const Expr& xw, const std::vector<Expr>& states)>;
 
-// The whole recurrence as one call (kernels/ops/recurrent.h's sequence kernels): from x Wt for
-// every step ([seq, batch, gates * hidden], biases added) and the initial states, every step's
-// h ([seq, batch, hidden]), then the final states besides h (LSTM's c), as a tuple when there
-// are any (the call itself otherwise).
-using CellSequence = std::function<Expr(const Expr& xw_all, const std::vector<Expr>& initial)>;
+// Every direction of the recurrence as one call (kernels/ops/recurrent.h's sequence kernels):
+// from x Wt of every step and direction ([seq, batch, dirs * gates * hidden], biases added, the
+// directions' columns side by side), the directions' Rt stacked ([dirs, hidden, gates *
+// hidden]), the initial states ([dirs, batch, hidden] each) and each direction's weights (for
+// what else the cell reads: peepholes, R's bias), Y ([seq, dirs, batch, hidden]), then the
+// final states besides h (LSTM's c), as a tuple when there are any (the call itself
+// otherwise).
+using CellSequence = std::function<Expr(
+    Lets& outer, const Expr& xw, const Expr& rt, const std::vector<Expr>& initial,
+    const std::vector<DirectionWeights>& directions, const std::string& direction)>;
 
 // What a cell binds before the loop: its step, the bias that x Wt takes for every step at
 // once (undefined: none), where a step would add it again each time, and the whole

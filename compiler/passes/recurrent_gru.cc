@@ -22,10 +22,16 @@ PreparedCell prepare_linear_before_reset(Lets& outer, const DirectionWeights& w)
     if (w.rb.defined()) hr = step.bind(w.name("hr_b"), call("Add", {hr, w.rb}));
     return std::vector<Expr>{step.bind(w.name("h_next"), call("dynvm.GruCell", {xw, hr, s[0]}))};
   };
-  prepared.sequence = [w](const Expr& xw_all, const std::vector<Expr>& initial) {
-    std::vector<Expr> in{xw_all, w.rt, initial[0]};
-    if (w.rb.defined()) in.push_back(w.rb);
-    return call("dynvm.GruSequence", in);
+  prepared.sequence = [](Lets& outer, const Expr& xw, const Expr& rt,
+                         const std::vector<Expr>& initial, const std::vector<DirectionWeights>& all,
+                         const std::string& direction) {
+    std::vector<Expr> in{xw, rt, initial[0]};
+    if (all[0].rb.defined()) {
+      std::vector<Expr> rb;
+      for (const DirectionWeights& d : all) rb.push_back(d.rb);
+      in.push_back(stack(outer, "gru_rb_all", rb));
+    }
+    return call("dynvm.GruSequence", in, {{"direction", direction}});
   };
   return prepared;
 }

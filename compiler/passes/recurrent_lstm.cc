@@ -25,10 +25,17 @@ Expr expand_lstm(const Expr& e, const std::string& where) {
       return std::vector<Expr>{step.bind(w.name("h_next"), make_get_item(next, 0)),
                                step.bind(w.name("c_next"), make_get_item(next, 1))};
     };
-    prepared.sequence = [w](const Expr& xw_all, const std::vector<Expr>& initial) {
-      std::vector<Expr> in{xw_all, w.rt, initial[0], initial[1]};
-      if (w.p.defined()) in.push_back(w.p);
-      return call("dynvm.LstmSequence", in, {{"num_outputs", int64_t{2}}});
+    prepared.sequence = [](Lets& outer, const Expr& xw, const Expr& rt,
+                           const std::vector<Expr>& initial,
+                           const std::vector<DirectionWeights>& all, const std::string& direction) {
+      std::vector<Expr> in{xw, rt, initial[0], initial[1]};
+      if (all[0].p.defined()) {
+        std::vector<Expr> p;
+        for (const DirectionWeights& d : all) p.push_back(d.p);
+        in.push_back(stack(outer, "lstm_p_all", p));
+      }
+      return call("dynvm.LstmSequence", in,
+                  {{"num_outputs", int64_t{2}}, {"direction", direction}});
     };
     return prepared;
   };

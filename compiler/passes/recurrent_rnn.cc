@@ -14,8 +14,9 @@ Expr expand_rnn(const Expr& e, const std::string& where) {
       Expr pre = step.bind(w.name("pre"), call("Add", {hr, xw}));
       return std::vector<Expr>{step.bind(w.name("h_next"), call("Tanh", {pre}))};
     };
-    prepared.sequence = [w](const Expr& xw_all, const std::vector<Expr>& initial) {
-      return call("dynvm.RnnSequence", {xw_all, w.rt, initial[0]});
+    prepared.sequence = [](Lets&, const Expr& xw, const Expr& rt, const std::vector<Expr>& initial,
+                           const std::vector<DirectionWeights>&, const std::string& direction) {
+      return call("dynvm.RnnSequence", {xw, rt, initial[0]}, {{"direction", direction}});
     };
     return prepared;
   };

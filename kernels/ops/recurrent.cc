@@ -114,7 +114,8 @@ struct SequenceStep {
   std::vector<te::TensorRef> cell;          // after gates, in order: the injective template
   std::vector<te::TensorRef> step_outputs;  // what the step writes
   arith::Expr steps;
-  std::vector<arith::Expr> state_shape;
+  std::vector<bool> reversed;            // per direction
+  std::vector<arith::Expr> state_shape;  // the step's [batch, hidden]
 };
 
 // gates[b, n] = epilogue(sum_k h[b, k] rt[k, n], (b, n)), and that sum's stage.
@@ -159,32 +160,60 @@ OpInstance sequence_op(const SequenceStep& st) {
   op.over_steps = [st](const tir::PrimFunc& step) {
     std::vector<te::TensorRef> args = st.inputs;
     args.insert(args.end(), st.outputs.begin(), st.outputs.end());
-    return over_steps(step, st.roles, args, st.inputs.size(), st.steps);
+    return over_steps(step, st.roles, args, st.inputs.size(), st.steps, st.reversed);
   };
   return op;
 }
 
-// xw [steps, batch, blocks * hidden] and rt [hidden, blocks * hidden] (a static hidden size),
-// floating-point of one dtype, and each state ([batch, hidden]) of that dtype too. A state's
-// dims may be symbols of their own: the kernel declares them as xw's batch and rt's hidden,
-// and checks them when it runs.
-int64_t check_sequence(const char* op, const TensorType& xw, const TensorType& rt,
-                       const std::vector<const TensorType*>& states, int64_t blocks) {
+// The kernel's and the step's tensors of a sequence op, checked: xw [steps, batch, dirs *
+// blocks * hidden] and rt [dirs, hidden, blocks * hidden] (a static hidden size), floating-point
+// of one dtype; each state [dirs, batch, hidden] of that dtype too. A state's dims may be
+// symbols of their own: the kernel declares them as xw's batch and rt's hidden, and checks
+// them when it runs.
+struct SequenceShapes {
+  int64_t hidden = 0, dirs = 0, blocks = 0;
+  vm::DType dtype = vm::DType::kFloat32;
+  arith::Expr steps, batch;
+  std::vector<bool> reversed;
+  std::vector<arith::Expr> state() const { return {I(dirs), batch, I(hidden)}; }
+  std::vector<arith::Expr> step_state() const { return {batch, I(hidden)}; }
+  static arith::Expr I(int64_t v) { return arith::Expr(v); }
+};
+
+SequenceShapes check_sequence(const char* op, const TensorType& xw, const TensorType& rt,
+                              const std::vector<const TensorType*>& states, int64_t blocks,
+                              const std::string& direction) {
+  SequenceShapes sh;
+  sh.blocks = blocks;
+  if (direction == "forward" || direction == "reverse") {
+    sh.reversed = {direction == "reverse"};
+  } else if (direction == "bidirectional") {
+    sh.reversed = {false, true};
+  } else {
+    user_error(op, ": unknown direction '", direction, "'");
+  }
+  sh.dirs = static_cast<int64_t>(sh.reversed.size());
   if (!vm::is_floating(xw.dtype)) user_error(op, ": needs floating-point inputs");
-  if (rt.shape.size() != 2 || !rt.shape[0].is_int_imm()) {
-    user_error(op, ": rt must be [hidden, ", blocks, " * hidden] with a static hidden size");
-  }
-  const int64_t hidden = rt.shape[0].int_value();
+  sh.dtype = xw.dtype;
   auto is = [](const arith::Expr& d, int64_t v) { return d.is_int_imm() && d.int_value() == v; };
-  if (!is(rt.shape[1], blocks * hidden)) {
-    user_error(op, ": rt must be [", hidden, ", ", blocks, " * ", hidden, "]");
+  if (rt.shape.size() != 3 || !is(rt.shape[0], sh.dirs) || !rt.shape[1].is_int_imm()) {
+    user_error(op, ": rt must be [", sh.dirs, ", hidden, ", blocks,
+               " * hidden] with a static hidden size");
   }
-  if (xw.shape.size() != 3 || !is(xw.shape[2], blocks * hidden)) {
-    user_error(op, ": xw must be [steps, batch, ", blocks, " * ", hidden, "]");
+  sh.hidden = rt.shape[1].int_value();
+  const int64_t wide = blocks * sh.hidden;
+  if (!is(rt.shape[2], wide)) {
+    user_error(op, ": rt must be [", sh.dirs, ", ", sh.hidden, ", ", blocks, " * ", sh.hidden, "]");
   }
+  if (xw.shape.size() != 3 || !is(xw.shape[2], sh.dirs * wide)) {
+    user_error(op, ": xw must be [steps, batch, ", sh.dirs, " * ", blocks, " * ", sh.hidden, "]");
+  }
+  sh.steps = xw.shape[0];
+  sh.batch = xw.shape[1];
   for (const TensorType* t : states) {
-    if (t->shape.size() != 2 || (t->shape[1].is_int_imm() && !is(t->shape[1], hidden))) {
-      user_error(op, ": states must be [batch, ", hidden, "]");
+    if (t->shape.size() != 3 || !is(t->shape[0], sh.dirs) ||
+        (t->shape[2].is_int_imm() && !is(t->shape[2], sh.hidden))) {
+      user_error(op, ": states must be [", sh.dirs, ", batch, ", sh.hidden, "]");
     }
   }
   std::vector<const TensorType*> all{&rt};
@@ -192,17 +221,82 @@ int64_t check_sequence(const char* op, const TensorType& xw, const TensorType& r
   for (const TensorType* t : all) {
     if (t->dtype != xw.dtype) user_error(op, ": inputs must share one dtype");
   }
-  return hidden;
+  return sh;
 }
 
-// A state's shape in the kernel: [batch, hidden], batch xw's.
-std::vector<arith::Expr> state_shape(const TensorType& xw, int64_t hidden) {
-  return {xw.shape[1], arith::Expr(hidden)};
+// A per-direction vector ([dirs, blocks * hidden]: peepholes, biases), checked.
+void check_per_direction(const char* op, const char* what, const std::optional<TensorType>& t,
+                         const SequenceShapes& sh, int64_t blocks) {
+  if (t && (t->dtype != sh.dtype || t->shape.size() != 2 || !t->shape[0].is_int_imm() ||
+            t->shape[0].int_value() != sh.dirs || !t->shape[1].is_int_imm() ||
+            t->shape[1].int_value() != blocks * sh.hidden)) {
+    user_error(op, ": ", what, " must be [", sh.dirs, ", ", blocks, " * ", sh.hidden,
+               "] of the state's dtype");
+  }
 }
 
-// Every step's h: [steps, batch, hidden].
-te::TensorRef every_step(const TensorType& xw, int64_t hidden) {
-  return te::placeholder("y", {xw.shape[0], xw.shape[1], arith::Expr(hidden)}, xw.dtype);
+// The kernel's tensors as the step sees them (steps.h): `time` and `dir` the axes of the step's
+// time and its direction in `whole` (-1: none), `stride` the direction's offset along the last.
+ArgumentLayout layout(int time, int dir, int64_t stride = 0) {
+  ArgumentLayout l;
+  l.time_axis = time;
+  l.direction_axis = dir;
+  l.direction_stride = stride;
+  return l;
+}
+StepArgument role(StepArgument::Role r, te::TensorRef whole, ArgumentLayout at,
+                  te::TensorRef initial = nullptr, ArgumentLayout initial_at = {}) {
+  StepArgument a;
+  a.role = r;
+  a.whole = std::move(whole);
+  a.layout = at;
+  a.initial = std::move(initial);
+  a.initial_layout = initial_at;
+  return a;
+}
+
+// The parts every sequence op shares: xw and rt with their step views, h0 and y with h's, and
+// the layouts that place them (y [steps, dirs, batch, hidden], ONNX's Y).
+struct SequenceCommon {
+  te::TensorRef x, r, h_0, y;      // the kernel's
+  te::TensorRef x_t, r_d, h_prev;  // the step's
+};
+
+SequenceCommon common_parts(SequenceStep& st, const SequenceShapes& sh) {
+  using Role = StepArgument::Role;
+  SequenceCommon c;
+  const int64_t wide = sh.blocks * sh.hidden;
+  c.x = te::placeholder("xw", {sh.steps, sh.batch, SequenceShapes::I(sh.dirs * wide)}, sh.dtype);
+  c.r = te::placeholder(
+      "rt", {SequenceShapes::I(sh.dirs), SequenceShapes::I(sh.hidden), SequenceShapes::I(wide)},
+      sh.dtype);
+  c.h_0 = te::placeholder("h0", sh.state(), sh.dtype);
+  c.y = te::placeholder(
+      "y", {sh.steps, SequenceShapes::I(sh.dirs), sh.batch, SequenceShapes::I(sh.hidden)},
+      sh.dtype);
+  c.x_t = te::placeholder("xw_t", {sh.batch, SequenceShapes::I(wide)}, sh.dtype);
+  c.r_d =
+      te::placeholder("rt_d", {SequenceShapes::I(sh.hidden), SequenceShapes::I(wide)}, sh.dtype);
+  c.h_prev = te::placeholder("h_prev", sh.step_state(), sh.dtype);
+  st.inputs = {c.x, c.r, c.h_0};
+  st.outputs = {c.y};
+  st.step_args = {c.x_t, c.r_d, c.h_prev};
+  st.roles = {role(Role::kAtStep, c.x, layout(0, -1, wide)), role(Role::kWhole, c.r, layout(-1, 0)),
+              role(Role::kCarried, c.y, layout(0, 1), c.h_0, layout(-1, 0))};
+  st.steps = sh.steps;
+  st.reversed = sh.reversed;
+  st.state_shape = sh.step_state();
+  return c;
+}
+
+// A per-direction input [dirs, n] of the kernel, read by the step as [n].
+te::TensorRef per_direction(SequenceStep& st, const char* name, const TensorType& t) {
+  auto whole = te::placeholder(name, t.shape, t.dtype);
+  auto step = te::placeholder(std::string(name) + "_d", {t.shape[1]}, t.dtype);
+  st.inputs.push_back(whole);
+  st.step_args.push_back(step);
+  st.roles.push_back(role(StepArgument::Role::kWhole, whole, layout(-1, 0)));
+  return step;
 }
 
 }  // namespace
@@ -235,118 +329,72 @@ OpInstance gru_cell(const TensorType& xw, const TensorType& hr, const TensorType
 }
 
 OpInstance lstm_sequence(const TensorType& xw, const TensorType& rt, const TensorType& h0,
-                         const TensorType& c0, const std::optional<TensorType>& peepholes) {
-  const int64_t hidden = check_sequence("lstm_sequence", xw, rt, {&h0, &c0}, 4);
-  check_peepholes("lstm_sequence", peepholes, xw.dtype, hidden);
-  SequenceStep st;
-  const vm::DType dt = xw.dtype;
-  st.state_shape = state_shape(xw, hidden);
-  auto x = te::placeholder("xw", xw.shape, dt), r = te::placeholder("rt", rt.shape, dt);
-  auto h_0 = te::placeholder("h0", st.state_shape, dt);
-  auto c_0 = te::placeholder("c0", st.state_shape, dt);
-  te::TensorRef p;
-  st.inputs = {x, r, h_0, c_0};
-  if (peepholes) {
-    p = te::placeholder("p", peepholes->shape, dt);
-    st.inputs.push_back(p);
-  }
-  auto y = every_step(xw, hidden), c_last = te::placeholder("c_last", st.state_shape, dt);
-  st.outputs = {y, c_last};
-  auto x_t = te::placeholder("xw_t", {xw.shape[1], xw.shape[2]}, dt);
-  auto h_prev = te::placeholder("h_prev", st.state_shape, dt);
-  auto c_prev = te::placeholder("c_prev", st.state_shape, dt);
-  std::tie(st.gates, st.product) =
-      step_product(h_prev, r, [&](const Expr& v, const te::Indices& i) {
-        return v + te::read(x_t, {i[0], i[1]});
-      });
-  auto [h_next, c_next] = lstm_math(st.gates, c_prev, p, hidden);
+                         const TensorType& c0, const std::optional<TensorType>& peepholes,
+                         const std::string& direction) {
+  const char* op = "lstm_sequence";
+  const SequenceShapes sh = check_sequence(op, xw, rt, {&h0, &c0}, 4, direction);
+  check_per_direction(op, "peepholes", peepholes, sh, 3);
   using Role = StepArgument::Role;
-  st.step_args = {x_t, r, h_prev, c_prev};
-  st.roles = {{Role::kAtStep, x, {}},
-              {Role::kWhole, r, {}},
-              {Role::kCarried, y, h_0},
-              {Role::kCarried, c_last, c_0}};
-  if (p) {
-    st.step_args.push_back(p);
-    st.roles.push_back({Role::kWhole, p, {}});
-  }
+  SequenceStep st;
+  const SequenceCommon c = common_parts(st, sh);
+  auto c_0 = te::placeholder("c0", sh.state(), sh.dtype);
+  auto c_last = te::placeholder("c_last", sh.state(), sh.dtype);
+  auto c_prev = te::placeholder("c_prev", sh.step_state(), sh.dtype);
+  st.inputs.push_back(c_0);
+  st.outputs.push_back(c_last);
+  st.step_args.push_back(c_prev);
+  st.roles.push_back(role(Role::kCarried, c_last, layout(-1, 0), c_0, layout(-1, 0)));
+  te::TensorRef p;
+  if (peepholes) p = per_direction(st, "p", *peepholes);
+  std::tie(st.gates, st.product) =
+      step_product(c.h_prev, c.r_d, [&](const Expr& v, const te::Indices& i) {
+        return v + te::read(c.x_t, {i[0], i[1]});
+      });
+  auto [h_next, c_next] = lstm_math(st.gates, c_prev, p, sh.hidden);
   st.step_args.insert(st.step_args.end(), {h_next, c_next});
-  st.roles.insert(st.roles.end(), {{Role::kAtStep, y, {}}, {Role::kWhole, c_last, {}}});
+  st.roles.push_back(role(Role::kAtStep, c.y, layout(0, 1)));
+  st.roles.push_back(role(Role::kWhole, c_last, layout(-1, 0)));
   st.cell = {c_next, h_next};
   st.step_outputs = {h_next, c_next};
-  st.steps = xw.shape[0];
-  st.name =
-      str_cat("lstm_sequence", peepholes ? "_peep_" : "_", tir::to_string(tir::DataType{dt, 1}));
+  st.name = str_cat("lstm_sequence", peepholes ? "_peep_" : "_",
+                    tir::to_string(tir::DataType{sh.dtype, 1}));
   return sequence_op(st);
 }
 
 OpInstance gru_sequence(const TensorType& xw, const TensorType& rt, const TensorType& h0,
-                        const std::optional<TensorType>& rb) {
-  const int64_t hidden = check_sequence("gru_sequence", xw, rt, {&h0}, 3);
-  if (rb && (rb->dtype != xw.dtype || rb->shape.size() != 1 || !rb->shape[0].is_int_imm() ||
-             rb->shape[0].int_value() != 3 * hidden)) {
-    user_error("gru_sequence: rb must be [3 * ", hidden, "] of the state's dtype");
-  }
+                        const std::optional<TensorType>& rb, const std::string& direction) {
+  const char* op = "gru_sequence";
+  const SequenceShapes sh = check_sequence(op, xw, rt, {&h0}, 3, direction);
+  check_per_direction(op, "rb", rb, sh, 3);
   SequenceStep st;
-  const vm::DType dt = xw.dtype;
-  st.state_shape = state_shape(xw, hidden);
-  auto x = te::placeholder("xw", xw.shape, dt), r = te::placeholder("rt", rt.shape, dt);
-  auto h_0 = te::placeholder("h0", st.state_shape, dt);
+  const SequenceCommon c = common_parts(st, sh);
   te::TensorRef bias;
-  st.inputs = {x, r, h_0};
-  if (rb) {
-    bias = te::placeholder("rb", rb->shape, dt);
-    st.inputs.push_back(bias);
-  }
-  auto y = every_step(xw, hidden);
-  st.outputs = {y};
-  auto x_t = te::placeholder("xw_t", {xw.shape[1], xw.shape[2]}, dt);
-  auto h_prev = te::placeholder("h_prev", st.state_shape, dt);
+  if (rb) bias = per_direction(st, "rb", *rb);
   std::tie(st.gates, st.product) = step_product(
-      h_prev, r,
+      c.h_prev, c.r_d,
       [&](const Expr& v, const te::Indices& i) { return bias ? v + te::read(bias, {i[1]}) : v; });
-  te::TensorRef h_next = gru_math(x_t, st.gates, h_prev, hidden);
-  using Role = StepArgument::Role;
-  st.step_args = {x_t, r, h_prev};
-  st.roles = {{Role::kAtStep, x, {}}, {Role::kWhole, r, {}}, {Role::kCarried, y, h_0}};
-  if (bias) {
-    st.step_args.push_back(bias);
-    st.roles.push_back({Role::kWhole, bias, {}});
-  }
+  te::TensorRef h_next = gru_math(c.x_t, st.gates, c.h_prev, sh.hidden);
   st.step_args.push_back(h_next);
-  st.roles.push_back({Role::kAtStep, y, {}});
+  st.roles.push_back(role(StepArgument::Role::kAtStep, c.y, layout(0, 1)));
   st.cell = {h_next};
   st.step_outputs = {h_next};
-  st.steps = xw.shape[0];
-  st.name = "gru_sequence_" + tir::to_string(tir::DataType{dt, 1});
+  st.name = "gru_sequence_" + tir::to_string(tir::DataType{sh.dtype, 1});
   return sequence_op(st);
 }
 
-OpInstance rnn_sequence(const TensorType& xw, const TensorType& rt, const TensorType& h0) {
-  const int64_t hidden = check_sequence("rnn_sequence", xw, rt, {&h0}, 1);
+OpInstance rnn_sequence(const TensorType& xw, const TensorType& rt, const TensorType& h0,
+                        const std::string& direction) {
+  const SequenceShapes sh = check_sequence("rnn_sequence", xw, rt, {&h0}, 1, direction);
   SequenceStep st;
-  const vm::DType dt = xw.dtype;
-  st.state_shape = state_shape(xw, hidden);
-  auto x = te::placeholder("xw", xw.shape, dt), r = te::placeholder("rt", rt.shape, dt);
-  auto h_0 = te::placeholder("h0", st.state_shape, dt);
-  st.inputs = {x, r, h_0};
-  auto y = every_step(xw, hidden);
-  st.outputs = {y};
-  auto x_t = te::placeholder("xw_t", {xw.shape[1], xw.shape[2]}, dt);
-  auto h_prev = te::placeholder("h_prev", st.state_shape, dt);
+  const SequenceCommon c = common_parts(st, sh);
   std::tie(st.gates, st.product) =
-      step_product(h_prev, r, [&](const Expr& v, const te::Indices& i) {
-        return tanh_of(v + te::read(x_t, {i[0], i[1]}));
+      step_product(c.h_prev, c.r_d, [&](const Expr& v, const te::Indices& i) {
+        return tanh_of(v + te::read(c.x_t, {i[0], i[1]}));
       });
-  using Role = StepArgument::Role;
-  st.step_args = {x_t, r, h_prev, st.gates};
-  st.roles = {{Role::kAtStep, x, {}},
-              {Role::kWhole, r, {}},
-              {Role::kCarried, y, h_0},
-              {Role::kAtStep, y, {}}};
+  st.step_args.push_back(st.gates);
+  st.roles.push_back(role(StepArgument::Role::kAtStep, c.y, layout(0, 1)));
   st.step_outputs = {st.gates};
-  st.steps = xw.shape[0];
-  st.name = "rnn_sequence_" + tir::to_string(tir::DataType{dt, 1});
+  st.name = "rnn_sequence_" + tir::to_string(tir::DataType{sh.dtype, 1});
   return sequence_op(st);
 }
 

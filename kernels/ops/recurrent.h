@@ -18,6 +18,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include "kernels/ops/op.h"
 
@@ -28,21 +29,28 @@ OpInstance lstm_cell(const TensorType& gates, const TensorType& c,
 
 OpInstance gru_cell(const TensorType& xw, const TensorType& hr, const TensorType& h);
 
-// Whole recurrences, one kernel for every time step (steps.h): each step is the product of the
-// carried h [batch, hidden] with rt (R transposed, [hidden, gates * hidden], read in place) in
-// a register tile, then the cell's math above, h' written into y[t] ([steps, batch, hidden])
-// and read back by the next step. xw holds x_t W (plus the biases the cell adds outside the
-// product) for every step: [steps, batch, gates * hidden]. steps may be 0 (then y is empty
-// and c_last is c0). Knobs: tile_m, tile_n, tile_k (the product's tile, as matmul.h's),
-// vector_width (the cell's).
+// Whole recurrences, one kernel for every time step of every direction (steps.h): each step is
+// the product of the carried h [batch, hidden] with its direction's rt (R transposed, read in
+// place) in a register tile, then the cell's math above, h' written into y and read back by
+// the next step. direction: "forward", "reverse" (times last to first) or "bidirectional"
+// (both, in parallel); dirs is 1 or 2. xw holds x_t W (plus the biases the cell adds outside
+// the product) for every step, the directions' columns side by side: [steps, batch, dirs *
+// gates * hidden] (one product of x with both directions' W). rt: [dirs, hidden, gates *
+// hidden]; states [dirs, batch, hidden]; y: [steps, dirs, batch, hidden], ONNX's Y. steps may
+// be 0 (then y is empty and c_last is c0). Knobs: tile_m, tile_n, tile_k (the product's tile,
+// as matmul.h's), vector_width (the cell's).
 //
-// LSTM: -> y, c_last [batch, hidden] (the final cell state).
+// LSTM: -> y, c_last [dirs, batch, hidden] (the final cell state); peepholes [dirs, 3 hidden].
 OpInstance lstm_sequence(const TensorType& xw, const TensorType& rt, const TensorType& h0,
-                         const TensorType& c0, const std::optional<TensorType>& peepholes);
-// GRU with linear_before_reset 1: rb [3 hidden] (when given) adds to h R, as in gru_cell's hr.
+                         const TensorType& c0, const std::optional<TensorType>& peepholes,
+                         const std::string& direction = "forward");
+// GRU with linear_before_reset 1: rb [dirs, 3 hidden] (when given) adds to h R, as in gru_cell's
+// hr.
 OpInstance gru_sequence(const TensorType& xw, const TensorType& rt, const TensorType& h0,
-                        const std::optional<TensorType>& rb);
+                        const std::optional<TensorType>& rb,
+                        const std::string& direction = "forward");
 // RNN (tanh): h' = tanh(x_t W + h R + biases).
-OpInstance rnn_sequence(const TensorType& xw, const TensorType& rt, const TensorType& h0);
+OpInstance rnn_sequence(const TensorType& xw, const TensorType& rt, const TensorType& h0,
+                        const std::string& direction = "forward");
 
 }  // namespace dynvm::ops

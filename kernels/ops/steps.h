@@ -20,27 +20,41 @@
 
 namespace dynvm::ops {
 
+// Where a step's element lies in a kernel argument: the step's indices in order, with the
+// time step inserted at time_axis and the direction at direction_axis (each -1: none), and the
+// direction's offset direction * direction_stride added to the last index (the directions'
+// columns side by side: x W of both directions from one product).
+struct ArgumentLayout {
+  int time_axis = -1;
+  int direction_axis = -1;
+  int64_t direction_stride = 0;
+};
+
 // One argument of the step function and what it stands for in the kernel.
 struct StepArgument {
   enum class Role : uint8_t {
-    kWhole,    // the kernel argument `whole` itself at every step (a weight; a state the
-               // step updates in place, element by element)
-    kAtStep,   // slice t of `whole` ([T, ...]): the step's input x_t, or its output y_t
-    kCarried,  // what the step before left: `initial` at t = 0, then slice t - 1 of `whole`
-               // ([T, ...]), or `whole` itself when it has the step's rank (a state updated
-               // in place)
+    kWhole,    // `whole` at every step (a weight; a state the step updates in place, element
+               // by element)
+    kAtStep,   // `whole` at the step's time (layout.time_axis): x_t, or the output y_t
+    kCarried,  // what the step before left: `initial` at the first step, then `whole` at the
+               // time before (layout.time_axis), or `whole` itself (a state updated in place,
+               // no time axis)
   };
   Role role = Role::kWhole;
   te::TensorRef whole;
+  ArgumentLayout layout;
   te::TensorRef initial;  // kCarried only
+  ArgumentLayout initial_layout;
 };
 
-// The kernel over `kernel_args` (its inputs, then its outputs) that runs `step` for t in
-// [0, steps); step's parameters correspond one to one to `roles`, and every `whole` and
-// `initial` is one of `kernel_args`. When steps is 0 a kCarried state whose whole has the
-// step's rank (the final state, an output) gets its initial value; nothing else is written.
+// The kernel over `kernel_args` (its inputs, then its outputs) that runs `step` over t in
+// [0, steps) once per direction (reversed.size() of them, in parallel when there are several;
+// a reversed one visits times steps - 1 down to 0); step's parameters correspond one to one
+// to `roles`, and every `whole` and `initial` is one of `kernel_args`. When steps is 0 a
+// kCarried state without a time axis (a final state, an output) gets its initial value;
+// nothing else is written.
 tir::PrimFunc over_steps(const tir::PrimFunc& step, const std::vector<StepArgument>& roles,
                          const std::vector<te::TensorRef>& kernel_args, size_t num_inputs,
-                         const arith::Expr& steps);
+                         const arith::Expr& steps, const std::vector<bool>& reversed);
 
 }  // namespace dynvm::ops
