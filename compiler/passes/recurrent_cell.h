@@ -1,6 +1,7 @@
-// Internal to expand_recurrent: what LSTM, GRU and RNN share when they become a Loop over
-// time (attribute checks, per-direction weights, the loop and its outputs), and the one thing
-// each cell adds — its step (recurrent_lstm.cc, recurrent_gru.cc, recurrent_rnn.cc).
+// Internal to expand_recurrent: what LSTM, GRU and RNN share when they become a sequence
+// kernel or a Loop over time (attribute checks, per-direction weights, the kernel's stacked
+// operands or the loop, and their outputs), and what each cell adds — its step and its
+// sequence op (recurrent_lstm.cc, recurrent_gru.cc, recurrent_rnn.cc).
 #pragma once
 
 #include <cstdint>
