@@ -484,11 +484,13 @@ void register_nn_bindings() {
   });
   register_binding("dynvm.GruSequence", [direction](const BindContext& ctx) {
     const std::string d = direction(ctx);
-    return kernel_binding(ctx, "GruSequence", "direction=" + d, present_inputs(ctx),
-                          [d](const auto& t) {
+    const bool lbr = attr_int(ctx.attrs(), "linear_before_reset", 1, ctx.where()) != 0;
+    return kernel_binding(ctx, "GruSequence",
+                          str_cat("direction=", d, ";linear_before_reset=", lbr ? 1 : 0),
+                          present_inputs(ctx), [d, lbr](const auto& t) {
                             std::optional<ops::TensorType> rb;
                             if (t.size() == 4) rb = t[3];
-                            return ops::gru_sequence(t[0], t[1], t[2], rb, d);
+                            return ops::gru_sequence(t[0], t[1], t[2], rb, d, lbr);
                           });
   });
   register_binding("dynvm.RnnSequence", [direction](const BindContext& ctx) {

@@ -1,5 +1,5 @@
-// Rewrites each LSTM, GRU and RNN call as ops that have kernels. Without sequence_lens (and
-// for GRU with linear_before_reset 1), every step of every direction is one generated sequence
+// Rewrites each LSTM, GRU and RNN call as ops that have kernels. Without sequence_lens, every
+// step of every direction is one generated sequence
 // kernel (dynvm.LstmSequence / GruSequence / RnnSequence, kernels/ops/recurrent.h) after one
 // product of x with every direction's W: a step of a VM Loop cost more in the VM than in its
 // kernels. Otherwise, a Loop over the sequence built from ops that have kernels (Gather,

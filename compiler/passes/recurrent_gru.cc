@@ -4,10 +4,10 @@
 //   linear_before_reset 1:  n = tanh(x_t Wh + r (h Rh + Rbh) + Wbh)
 //   h' = (1 - z) n + z h, computed as n + z (h - n).
 // With linear_before_reset 1 (PyTorch's and Keras's GRU) a step is one product h R + Rb and
-// one dynvm.GruCell (kernels/ops/recurrent.h), Wb added to x W before the loop (without
-// sequence_lens, every step in one dynvm.GruSequence kernel instead); with 0, the
+// one dynvm.GruCell (kernels/ops/recurrent.h), Wb added to x W before the loop; with 0, the
 // reset gate multiplies h before its product, so the step is two products and the gate math
-// between them.
+// between them. Without sequence_lens, every step of either form is one dynvm.GruSequence
+// kernel instead of the Loop.
 #include "compiler/passes/recurrent_cell.h"
 #include "vm/error.h"
 
@@ -62,6 +62,11 @@ PreparedCell prepare_reset_first(Lets& outer, const DirectionWeights& w) {
     Expr diff = step.bind(w.name("h_minus_n"), call("Sub", {hv, n}));
     Expr moved = step.bind(w.name("z_diff"), call("Mul", {z, diff}));
     return std::vector<Expr>{step.bind(w.name("h_next"), call("Add", {n, moved}))};
+  };
+  prepared.sequence = [](Lets&, const Expr& xw, const Expr& rt, const std::vector<Expr>& initial,
+                         const std::vector<DirectionWeights>&, const std::string& direction) {
+    return call("dynvm.GruSequence", {xw, rt, initial[0]},
+                {{"direction", direction}, {"linear_before_reset", int64_t{0}}});
   };
   return prepared;
 }

@@ -110,27 +110,36 @@ struct SequenceStep {
   std::vector<te::TensorRef> inputs, outputs;  // the kernel's
   std::vector<te::TensorRef> step_args;        // the step's, with their roles
   std::vector<StepArgument> roles;
-  te::TensorRef gates, product;
-  std::vector<te::TensorRef> cell;          // after gates, in order: the injective template
+  // The step's products: (the stage storing each, the sum it stores), matmul's register tile.
+  std::vector<std::pair<te::TensorRef, te::TensorRef>> products;
+  std::vector<te::TensorRef> cell;          // the other stages: the injective template
   std::vector<te::TensorRef> step_outputs;  // what the step writes
   arith::Expr steps;
   std::vector<bool> reversed;            // per direction
   std::vector<arith::Expr> state_shape;  // the step's [batch, hidden]
 };
 
-// gates[b, n] = epilogue(sum_k h[b, k] rt[k, n], (b, n)), and that sum's stage.
+// gates[b, n] = epilogue(sum_k h[b, k] rt[k, first + n], (b, n)) for n in [0, columns), and
+// that sum's stage.
 std::pair<te::TensorRef, te::TensorRef> step_product(
-    const te::TensorRef& h, const te::TensorRef& rt,
+    const te::TensorRef& h, const te::TensorRef& rt, int64_t first, int64_t columns,
     const std::function<Expr(const Expr&, const te::Indices&)>& epilogue) {
   auto k = te::reduce_axis(rt->shape()[0], "k");
   te::TensorRef product =
-      te::compute("hr", {h->shape()[0], rt->shape()[1]}, [&](const te::Indices& i) {
-        return te::sum(te::read(h, {i[0], k.var}) * te::read(rt, {k.var, i[1]}), {k});
+      te::compute("hr", {h->shape()[0], arith::Expr(columns)}, [&](const te::Indices& i) {
+        return te::sum(te::read(h, {i[0], k.var}) * te::read(rt, {k.var, i[1] + first}), {k});
       });
   te::TensorRef gates = te::compute("gates", product->shape(), [&](const te::Indices& i) {
     return epilogue(te::read(product, {i[0], i[1]}), i);
   });
   return {gates, product};
+}
+
+// All of rt's columns.
+std::pair<te::TensorRef, te::TensorRef> step_product(
+    const te::TensorRef& h, const te::TensorRef& rt,
+    const std::function<Expr(const Expr&, const te::Indices&)>& epilogue) {
+  return step_product(h, rt, 0, rt->shape()[1].int_value(), epilogue);
 }
 
 // Knobs: the product's register tile (tile_m rows x tile_n columns, tile_k unrolled), the
@@ -150,8 +159,11 @@ OpInstance sequence_op(const SequenceStep& st) {
   op.step_args = st.step_args;
   op.schedule = [specs = op.knobs, st](const KnobValues& knobs) {
     te::Schedule s = te::create_schedule(st.step_outputs);
-    schedule_product_tiles(s, st.gates, st.product, st.name, knob_value(specs, knobs, "tile_m"),
-                           knob_value(specs, knobs, "tile_n"), knob_value(specs, knobs, "tile_k"));
+    for (const auto& [gates, product] : st.products) {
+      schedule_product_tiles(s, gates, product, st.name, knob_value(specs, knobs, "tile_m"),
+                             knob_value(specs, knobs, "tile_n"),
+                             knob_value(specs, knobs, "tile_k"));
+    }
     for (const te::TensorRef& t : st.cell) {
       schedule_injective(s, t, knob_value(specs, knobs, "vector_width"), false);
     }
@@ -346,11 +358,10 @@ OpInstance lstm_sequence(const TensorType& xw, const TensorType& rt, const Tenso
   st.roles.push_back(role(Role::kCarried, c_last, layout(-1, 0), c_0, layout(-1, 0)));
   te::TensorRef p;
   if (peepholes) p = per_direction(st, "p", *peepholes);
-  std::tie(st.gates, st.product) =
-      step_product(c.h_prev, c.r_d, [&](const Expr& v, const te::Indices& i) {
-        return v + te::read(c.x_t, {i[0], i[1]});
-      });
-  auto [h_next, c_next] = lstm_math(st.gates, c_prev, p, sh.hidden);
+  st.products = {step_product(c.h_prev, c.r_d, [&](const Expr& v, const te::Indices& i) {
+    return v + te::read(c.x_t, {i[0], i[1]});
+  })};
+  auto [h_next, c_next] = lstm_math(st.products[0].first, c_prev, p, sh.hidden);
   st.step_args.insert(st.step_args.end(), {h_next, c_next});
   st.roles.push_back(role(Role::kAtStep, c.y, layout(0, 1)));
   st.roles.push_back(role(Role::kWhole, c_last, layout(-1, 0)));
@@ -362,23 +373,52 @@ OpInstance lstm_sequence(const TensorType& xw, const TensorType& rt, const Tenso
 }
 
 OpInstance gru_sequence(const TensorType& xw, const TensorType& rt, const TensorType& h0,
-                        const std::optional<TensorType>& rb, const std::string& direction) {
+                        const std::optional<TensorType>& rb, const std::string& direction,
+                        bool linear_before_reset) {
   const char* op = "gru_sequence";
   const SequenceShapes sh = check_sequence(op, xw, rt, {&h0}, 3, direction);
   check_per_direction(op, "rb", rb, sh, 3);
+  if (rb && !linear_before_reset) {
+    user_error(op, ": with linear_before_reset 0 every bias adds outside the products: into xw");
+  }
   SequenceStep st;
   const SequenceCommon c = common_parts(st, sh);
-  te::TensorRef bias;
-  if (rb) bias = per_direction(st, "rb", *rb);
-  std::tie(st.gates, st.product) = step_product(
-      c.h_prev, c.r_d,
-      [&](const Expr& v, const te::Indices& i) { return bias ? v + te::read(bias, {i[1]}) : v; });
-  te::TensorRef h_next = gru_math(c.x_t, st.gates, c.h_prev, sh.hidden);
+  const int64_t h = sh.hidden;
+  te::TensorRef h_next;
+  if (linear_before_reset) {
+    te::TensorRef bias;
+    if (rb) bias = per_direction(st, "rb", *rb);
+    st.products = {step_product(c.h_prev, c.r_d, [&](const Expr& v, const te::Indices& i) {
+      return bias ? v + te::read(bias, {i[1]}) : v;
+    })};
+    h_next = gru_math(c.x_t, st.products[0].first, c.h_prev, h);
+  } else {
+    // The reset gate multiplies h before the n block's product: z and r from one product, r h
+    // between, then the n product.
+    auto zr = step_product(c.h_prev, c.r_d, 0, 2 * h, [&](const Expr& v, const te::Indices& i) {
+      return v + te::read(c.x_t, {i[0], i[1]});
+    });
+    te::TensorRef rh = te::compute("rh", sh.step_state(), [&](const te::Indices& i) {
+      return sigmoid(te::read(zr.first, {i[0], i[1] + arith::Expr(h)})) *
+             te::read(c.h_prev, {i[0], i[1]});
+    });
+    auto n = step_product(rh, c.r_d, 2 * h, h, [&](const Expr& v, const te::Indices& i) {
+      return tanh_of(v + te::read(c.x_t, {i[0], i[1] + arith::Expr(2 * h)}));
+    });
+    h_next = te::compute("h_next", sh.step_state(), [&](const te::Indices& i) {
+      Expr nv = te::read(n.first, {i[0], i[1]});
+      Expr z = sigmoid(te::read(zr.first, {i[0], i[1]}));
+      return nv + z * (te::read(c.h_prev, {i[0], i[1]}) - nv);
+    });
+    st.products = {zr, n};
+    st.cell = {rh};
+  }
   st.step_args.push_back(h_next);
   st.roles.push_back(role(StepArgument::Role::kAtStep, c.y, layout(0, 1)));
-  st.cell = {h_next};
+  st.cell.push_back(h_next);
   st.step_outputs = {h_next};
-  st.name = "gru_sequence_" + tir::to_string(tir::DataType{sh.dtype, 1});
+  st.name = str_cat("gru_sequence", linear_before_reset ? "_" : "_reset_first_",
+                    tir::to_string(tir::DataType{sh.dtype, 1}));
   return sequence_op(st);
 }
 
@@ -387,13 +427,13 @@ OpInstance rnn_sequence(const TensorType& xw, const TensorType& rt, const Tensor
   const SequenceShapes sh = check_sequence("rnn_sequence", xw, rt, {&h0}, 1, direction);
   SequenceStep st;
   const SequenceCommon c = common_parts(st, sh);
-  std::tie(st.gates, st.product) =
-      step_product(c.h_prev, c.r_d, [&](const Expr& v, const te::Indices& i) {
-        return tanh_of(v + te::read(c.x_t, {i[0], i[1]}));
-      });
-  st.step_args.push_back(st.gates);
+  st.products = {step_product(c.h_prev, c.r_d, [&](const Expr& v, const te::Indices& i) {
+    return tanh_of(v + te::read(c.x_t, {i[0], i[1]}));
+  })};
+  const te::TensorRef& h_next = st.products[0].first;
+  st.step_args.push_back(h_next);
   st.roles.push_back(role(StepArgument::Role::kAtStep, c.y, layout(0, 1)));
-  st.step_outputs = {st.gates};
+  st.step_outputs = {h_next};
   st.name = "rnn_sequence_" + tir::to_string(tir::DataType{sh.dtype, 1});
   return sequence_op(st);
 }

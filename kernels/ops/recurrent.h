@@ -44,11 +44,13 @@ OpInstance gru_cell(const TensorType& xw, const TensorType& hr, const TensorType
 OpInstance lstm_sequence(const TensorType& xw, const TensorType& rt, const TensorType& h0,
                          const TensorType& c0, const std::optional<TensorType>& peepholes,
                          const std::string& direction = "forward");
-// GRU with linear_before_reset 1: rb [dirs, 3 hidden] (when given) adds to h R, as in gru_cell's
-// hr.
+// GRU. linear_before_reset 1: rb [dirs, 3 hidden] (when given) adds to h R, as in gru_cell's
+// hr. 0: the reset gate multiplies h before the n block's product, so a step is two products
+// (z and r, then n over r h) with the gate math between them; every bias adds outside the
+// products and belongs in xw (no rb).
 OpInstance gru_sequence(const TensorType& xw, const TensorType& rt, const TensorType& h0,
                         const std::optional<TensorType>& rb,
-                        const std::string& direction = "forward");
+                        const std::string& direction = "forward", bool linear_before_reset = true);
 // RNN (tanh): h' = tanh(x_t W + h R + biases).
 OpInstance rnn_sequence(const TensorType& xw, const TensorType& rt, const TensorType& h0,
                         const std::string& direction = "forward");

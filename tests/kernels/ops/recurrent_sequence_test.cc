@@ -1,8 +1,8 @@
-// lstm_sequence, gru_sequence and rnn_sequence (a whole recurrence in one kernel) on symbolic
-// steps and batch, forward, reverse and bidirectional, at hidden sizes under, at and past the
-// product's tiles, against the ONNX formulas run step by step in double precision; also no
-// steps at all, a static shape, other knobs, a state whose batch disagrees with xw's, and the
-// shapes that are refused.
+// lstm_sequence, gru_sequence (both linear_before_reset forms) and rnn_sequence (a whole
+// recurrence in one kernel) on symbolic steps and batch, forward, reverse and bidirectional, at
+// hidden sizes under, at and past the product's tiles, against the ONNX formulas run step by step
+// in double precision; also no steps at all, a static shape, other knobs, a state whose batch
+// disagrees with xw's, and the shapes that are refused.
 #include <cmath>
 
 #include "kernels/ops/recurrent.h"
@@ -176,6 +176,78 @@ TEST(RecurrentSequence, GruMatchesTheOnnxFormulasWithAndWithoutRb) {
       }
     }
   }
+}
+
+// GRU with linear_before_reset 0 (ONNX's default): n = tanh(x_t Wn + (r h) Rn), the biases in
+// xw. The reference steps each direction in double precision.
+std::vector<double> gru_reset_first_ref(const vm::Tensor& xw, const vm::Tensor& rt,
+                                        const vm::Tensor& h0, int64_t steps, int64_t batch,
+                                        int64_t hidden, const std::vector<bool>& dirs) {
+  const auto nd = static_cast<int64_t>(dirs.size());
+  const int64_t wide = 3 * hidden;
+  std::vector<double> y(size_t(steps * nd * batch * hidden));
+  for (int64_t d = 0; d < nd; ++d) {
+    for (int64_t b = 0; b < batch; ++b) {
+      std::vector<double> h(static_cast<size_t>(hidden));
+      for (int64_t j = 0; j < hidden; ++j) h[size_t(j)] = at(h0, (d * batch + b) * hidden + j);
+      for (int64_t k = 0; k < steps; ++k) {
+        const int64_t t = dirs[size_t(d)] ? steps - 1 - k : k;
+        auto x = [&](int64_t n) { return at(xw, (t * batch + b) * nd * wide + d * wide + n); };
+        auto r_at = [&](int64_t row, int64_t n) { return at(rt, (d * hidden + row) * wide + n); };
+        const auto n_h = static_cast<size_t>(hidden);
+        std::vector<double> z(n_h), rh(n_h), next(n_h);
+        for (int64_t j = 0; j < hidden; ++j) {
+          double zs = x(j), rs = x(hidden + j);
+          for (int64_t i = 0; i < hidden; ++i) {
+            zs += h[size_t(i)] * r_at(i, j);
+            rs += h[size_t(i)] * r_at(i, hidden + j);
+          }
+          z[size_t(j)] = sigmoid(zs);
+          rh[size_t(j)] = sigmoid(rs) * h[size_t(j)];
+        }
+        for (int64_t j = 0; j < hidden; ++j) {
+          double ns = x(2 * hidden + j);
+          for (int64_t i = 0; i < hidden; ++i) ns += rh[size_t(i)] * r_at(i, 2 * hidden + j);
+          const double n = std::tanh(ns);
+          next[size_t(j)] = n + z[size_t(j)] * (h[size_t(j)] - n);
+        }
+        h = next;
+        for (int64_t j = 0; j < hidden; ++j) {
+          y[size_t(((t * nd + d) * batch + b) * hidden + j)] = h[size_t(j)];
+        }
+      }
+    }
+  }
+  return y;
+}
+
+TEST(RecurrentSequence, GruWithTheResetGateFirstMatchesTheOnnxFormulas) {
+  arith::Var steps("steps"), batch("batch");
+  const std::vector<int64_t> hiddens{6, 16, 40};
+  std::vector<OpToBuild> ops;
+  for (int64_t h : hiddens) {
+    TensorType xw{kF32, {steps, batch, arith::Expr(2 * 3 * h)}}, rt{kF32, dims({2, h, 3 * h})};
+    TensorType state{kF32, {arith::Expr(2), batch, arith::Expr(h)}};
+    ops.push_back({"gru_r" + std::to_string(h),
+                   gru_sequence(xw, rt, state, std::nullopt, "bidirectional", false)});
+  }
+  OpLibrary lib = OpLibrary::build(ops);
+  std::mt19937 rng(8);
+  for (int64_t h : hiddens) {
+    for (const Case& c : kCases) {
+      vm::Tensor xw = random_tensor({c.steps, c.batch, 2 * 3 * h}, kF32, rng, -2, 2);
+      vm::Tensor rt = random_tensor({2, h, 3 * h}, kF32, rng, -0.5, 0.5);
+      vm::Tensor h0 = random_tensor({2, c.batch, h}, kF32, rng, -1, 1);
+      const std::string name = "gru_r" + std::to_string(h);
+      expect_close(run_op(lib, name, {xw, rt, h0}, {c.steps, 2, c.batch, h}, kF32),
+                   gru_reset_first_ref(xw, rt, h0, c.steps, c.batch, h, {false, true}), 1e-4, 1e-5,
+                   what(name, c));
+    }
+  }
+  EXPECT_USER_ERROR(gru_sequence({kF32, {steps, batch, arith::Expr(24)}}, {kF32, dims({1, 8, 24})},
+                                 {kF32, {arith::Expr(1), batch, arith::Expr(8)}},
+                                 TensorType{kF32, dims({1, 24})}, "forward", false),
+                    "every bias adds outside the products");
 }
 
 // RNN at the default tile and at others (one row, 128 columns, no k unrolling), reversed, with
