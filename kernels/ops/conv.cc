@@ -19,6 +19,10 @@ namespace {
 using te::Indices;
 using te::TensorRef;
 
+// The shortest hop (stride) at which a conv whose window spans several hops copies its
+// overlapping patches (is_patchwise): each input element is copied kernel / stride times.
+constexpr int64_t kFramingHop = 8;
+
 // Channels, groups and the window of a conv or conv_transpose, checked.
 struct ConvGeometry {
   size_t rank = 0;  // spatial dims: 1 or 2 (conv_transpose: 1 to 3)
@@ -385,6 +389,13 @@ OpInstance pointwise_conv(const ConvGeometry& g, const TensorRef& X, const Tenso
   return flat_conv(g, fc, X, W, B, out_shape, epilogue, dtype);
 }
 
+// A kernel that fits in its stride, or a framing conv's window of a few long hops (an STFT as
+// a conv: Silero VAD's 256 taps every 128 samples over 4-6 frames, whose output rows are too
+// short for vectors along them: 45 us of its 100).
+bool fits_patches(int64_t kernel, int64_t stride) {
+  return kernel <= stride || (stride >= kFramingHop && kernel <= 4 * stride);
+}
+
 // A conv whose kernel fits in its stride in every dim, without pads or dilation (a ViT's
 // or a ConvNeXt's patch embedding, kernel = stride = 16 or 4; a ResNet's 1x1 stride-2
 // shortcut) reads each input element at most once. Its patches are copied once into
@@ -397,7 +408,7 @@ bool is_patchwise(const ConvGeometry& g) {
   const Window& w = g.window;
   bool strided = false;
   for (size_t d = 0; d < g.rank; ++d) {
-    if (w.kernel[d] > w.strides[d] || w.dilations[d] != 1 || w.pad_begin(d) != 0 ||
+    if (!fits_patches(w.kernel[d], w.strides[d]) || w.dilations[d] != 1 || w.pad_begin(d) != 0 ||
         w.pad_end(d) != 0) {
       return false;
     }

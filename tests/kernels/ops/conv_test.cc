@@ -265,6 +265,8 @@ std::vector<ConvCase> cases() {
        {{3, 3}, {}, {}, 1, {}},
        {{"oc_block", 2}, {"ow_block", 8}}},
       {"conv1d_patch_sym", false, sym1(4), {8, 4, 5}, true, {{5}, {}, {}, 1, {}}, {}},
+      // A framing conv (an STFT's): windows of two hops, the patches overlapping.
+      {"conv1d_frames_sym", false, sym1(1), {20, 1, 32}, true, {{16}, {}, {}, 1, {}}, {}},
       {"conv2d_1x1_s2_sym", false, sym2(8), {16, 8, 1, 1}, false, {{2, 2}, {}, {}, 1, {}}, {}},
       {"conv1d_s2_dil2_sym", false, sym1(5), {3, 5, 3}, true, {{2}, {1, 2}, {2}, 1, {}}, {}},
       {"conv1d_groups_static",
@@ -474,8 +476,8 @@ TEST(Convolutions, Conv1d) {
 // Output positions past a vector (16) and a masked tail, inputs that are not a multiple of
 // the stride (the conv drops the rest), a batch of 2.
 TEST(Convolutions, KernelsWithinTheirStridesRunOverCopiedPatches) {
-  OpLibrary lib =
-      library({"conv2d_patch_sym", "conv2d_patch_rect", "conv1d_patch_sym", "conv2d_1x1_s2_sym"});
+  OpLibrary lib = library({"conv2d_patch_sym", "conv2d_patch_rect", "conv1d_patch_sym",
+                           "conv2d_1x1_s2_sym", "conv1d_frames_sym"});
   std::mt19937 rng(29);
   for (const vm::Shape& s :
        std::vector<vm::Shape>{{1, 3, 4, 4}, {2, 3, 9, 23}, {1, 3, 22, 70}, {1, 3, 64, 64}}) {
@@ -487,6 +489,9 @@ TEST(Convolutions, KernelsWithinTheirStridesRunOverCopiedPatches) {
   }
   for (const vm::Shape& s : std::vector<vm::Shape>{{1, 8, 1, 1}, {2, 8, 7, 9}, {1, 8, 28, 40}}) {
     check(lib, "conv2d_1x1_s2_sym", s, rng);
+  }
+  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 1, 32}, {2, 1, 100}, {1, 1, 575}}) {
+    check(lib, "conv1d_frames_sym", s, rng);
   }
 }
 
