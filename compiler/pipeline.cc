@@ -100,7 +100,8 @@ constexpr Step kSteps[] = {
      [](Compilation& c, const CompileOptions&) { return graph(c, fold_batch_norm(c.typed)); }},
     {"block_channels", Form::kGraph,
      [](Compilation& c, const CompileOptions& o) {
-       return o.block_channels ? graph(c, block_channels(c.typed)) : skipped("--no-block-channels");
+       return o.block_channels ? graph(c, block_channels(c.typed, nullptr, o.winograd))
+                               : skipped("--no-block-channels");
      }},
     {"pack_weights", Form::kGraph,
      [](Compilation& c, const CompileOptions&) { return graph(c, pack_weights(c.typed)); }},

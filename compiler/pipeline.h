@@ -51,6 +51,8 @@ struct CompileOptions {
   bool fuse = true;
   // block_channels (vmc --no-block-channels turns it off, to measure the layout).
   bool block_channels = true;
+  // Blocked 3x3 stride-1 convs by Winograd's F(4x4, 3x3) (vmc --no-winograd: directly).
+  bool winograd = true;
   // The lowering steps' options: target, kernel device, --specialize sizes, memory
   // planning, kernel compilation progress.
   LowerOptions lower;

@@ -158,8 +158,10 @@ KernelBinding bind_conv_blocked(const BindContext& ctx) {
   attrs.dilations = attr_ints(ctx.attrs(), "dilations", {}, ctx.where());
   attrs.depthwise = attr_int(ctx.attrs(), "depthwise", 0, ctx.where()) != 0;
   attrs.groups = attr_int(ctx.attrs(), "group", 1, ctx.where());
+  attrs.winograd = attr_int(ctx.attrs(), "winograd", 0, ctx.where());
   std::string parts = "kernel=" + key_ints(attrs.kernel) + ";" + window_key(ctx) +
                       key_int(ctx, "depthwise", 0) + ";" + key_int(ctx, "group", 1);
+  if (attrs.winograd != 0) parts += ";" + key_int(ctx, "winograd", 0);
   return kernel_binding(ctx, "ConvBlocked", parts, present_inputs(ctx), [attrs](const auto& t) {
     std::optional<ops::TensorType> bias;
     if (t.size() == 3) bias = t[2];

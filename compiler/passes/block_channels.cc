@@ -8,6 +8,7 @@
 
 #include "compiler/ir/functor.h"
 #include "kernels/ops/conv_blocked.h"
+#include "kernels/ops/conv_winograd.h"
 
 namespace dynvm::compiler {
 namespace {
@@ -18,6 +19,8 @@ constexpr int64_t kMinChannels = 8;
 // A dense conv is blocked when its padded output lanes are at most 1/kMaxLaneWaste of its
 // channels.
 constexpr int64_t kMaxLaneWaste = 8;
+// Winograd's output tile: F(4x4, 3x3).
+constexpr int64_t kWinogradTile = 4;
 
 // Elementwise ops that map finite values to finite values: the padded lanes stay finite, so
 // the zero weights of the next conv cancel them (0 * inf would not).
@@ -154,6 +157,26 @@ vm::Tensor pack_dense(const BlockableConv& conv) {
   return out;
 }
 
+// Whether a dense conv runs as Winograd's F(4x4, 3x3): 3x3, stride and dilation 1, one group,
+// its input blocked with whole blocks (the product's sum runs over whole blocks).
+bool winograd_fits(const BlockableConv& conv) {
+  const std::vector<int64_t> ones{1, 1};
+  return !conv.depthwise && !conv.nchw_input && conv.groups == 1 &&
+         conv.kernel == std::vector<int64_t>{3, 3} && conv.strides == ones &&
+         conv.dilations == ones && conv.c % kBlock == 0;
+}
+
+// [M, C, 3, 3] -> U [6, 6, MB, C, 16] (kernels/ops/conv_winograd.h).
+vm::Tensor pack_winograd(const BlockableConv& conv) {
+  const int64_t alpha = kWinogradTile + 2;
+  vm::Tensor out = vm::Tensor::empty({alpha, alpha, ops::channel_blocks(conv.m), conv.c, kBlock},
+                                     vm::DType::kFloat32);
+  const std::vector<float> u =
+      ops::winograd_weights(conv.w.data_as<float>(), conv.m, conv.c, kWinogradTile);
+  std::copy(u.begin(), u.end(), out.data_as<float>());
+  return out;
+}
+
 // What the rewrite needs to know of the whole module first: whether it has a depthwise or a
 // dense KxK conv to block (the reason to change layouts at all: a pointwise conv alone is as
 // fast in NCHW), and which ops read each variable.
@@ -230,8 +253,9 @@ class ScanModule : public ExprVisitor {
 
 class BlockChannels : public ExprMutator {
  public:
-  BlockChannels(const TypedModule& typed, const ScanModule& scan, BlockChannelsStats& stats)
-      : facts_(typed.facts), scan_(scan), stats_(stats) {}
+  BlockChannels(const TypedModule& typed, const ScanModule& scan, BlockChannelsStats& stats,
+                bool winograd)
+      : facts_(typed.facts), scan_(scan), stats_(stats), winograd_(winograd) {}
 
  protected:
   // Each chain (a function body, an If branch, a Loop body) gets a serial, so that a
@@ -332,8 +356,15 @@ class BlockChannels : public ExprMutator {
         conv.nchw_input ? value->operands[0] : blocked_operand(value->operands[0], conv.c, out);
     if (!x.defined()) return {};
     ++stats_.convs;
-    std::vector<Expr> args{x,
-                           make_constant(conv.depthwise ? pack_depthwise(conv) : pack_dense(conv))};
+    const bool winograd = winograd_ && winograd_fits(conv);
+    vm::Tensor w;
+    if (winograd) {
+      ++stats_.winograd;
+      w = pack_winograd(conv);
+    } else {
+      w = conv.depthwise ? pack_depthwise(conv) : pack_dense(conv);
+    }
+    std::vector<Expr> args{x, make_constant(w)};
     if (conv.b.defined()) {
       args.push_back(
           make_constant(pack_channels(conv.b, conv.m, {ops::channel_blocks(conv.m), kBlock})));
@@ -345,6 +376,7 @@ class BlockChannels : public ExprMutator {
                 {"depthwise", AttrValue{int64_t{conv.depthwise ? 1 : 0}}},
                 {"channels", AttrValue{conv.m}}};
     if (conv.groups > 1) attrs["group"] = AttrValue{conv.groups};
+    if (winograd) attrs["winograd"] = AttrValue{kWinogradTile};
     return bind(var, make_call("dynvm.ConvBlocked", args, attrs, blocked_type(value.type())), out);
   }
 
@@ -460,6 +492,7 @@ class BlockChannels : public ExprMutator {
   const std::unordered_map<uint64_t, ValueFacts>& facts_;
   const ScanModule& scan_;
   BlockChannelsStats& stats_;
+  bool winograd_;
   std::unordered_map<uint64_t, Expr> blocked_;  // NCHW let variable -> its blocked variable
   // An NCHW variable -> its dynvm.ToBlocked and the chain that binds it.
   std::unordered_map<uint64_t, std::pair<Expr, uint64_t>> converted_;
@@ -469,14 +502,14 @@ class BlockChannels : public ExprMutator {
 
 }  // namespace
 
-PassResult block_channels(const TypedModule& in, BlockChannelsStats* stats) {
+PassResult block_channels(const TypedModule& in, BlockChannelsStats* stats, bool winograd) {
   BlockChannelsStats local;
   BlockChannelsStats& s = stats != nullptr ? *stats : local;
   ScanModule scan(in.facts);
   scan.visit_module(in.module);
   if (!scan.found) return PassResult(in, false, "no conv to block");
   TypedModule out = in;
-  BlockChannels blocker(in, scan, s);
+  BlockChannels blocker(in, scan, s, winograd);
   out.module = blocker.mutate_module(in.module);
   return PassResult(std::move(out), s.convs + s.others > 0,
                     str_cat(s.convs, " convs and ", s.others, " other ops in blocked channels, ",

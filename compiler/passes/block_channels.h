@@ -22,6 +22,9 @@
 //       in the layout in turn (a depthwise or pointwise conv, a pool or mean, or a dense
 //       conv or elementwise op that leads to one): a dense conv gains 5-15% blocked, about
 //       what converting its input or output costs;
+//     a dense 3x3 conv of stride and dilation 1, one group and whole input blocks runs as
+//     Winograd's F(4x4, 3x3) (attribute winograd = 4, W transformed to U here): 36
+//     products per 4x4 output tile instead of 144;
 //   - the elementwise ops between them whose result has the same channels (Relu, Clip,
 //     HardSwish, Sigmoid, Add, Mul, ...: those that keep the padded lanes finite), with
 //     per-channel constants packed to [1, CB, 1, 1, 16] and scalars as they are;
@@ -42,10 +45,14 @@ namespace dynvm::compiler {
 
 struct BlockChannelsStats {
   size_t convs = 0;       // Conv -> dynvm.ConvBlocked
+  size_t winograd = 0;    // of them, 3x3 stride-1 convs by Winograd's F(4x4, 3x3)
   size_t others = 0;      // elementwise ops and reductions on blocked values
   size_t to_blocked = 0;  // dynvm.ToBlocked inserted
 };
 
-PassResult block_channels(const TypedModule& in, BlockChannelsStats* stats = nullptr);
+// `winograd`: dense 3x3 stride-1 convs over whole input blocks run as Winograd's F(4x4, 3x3)
+// (kernels/ops/conv_winograd.h; their weights transformed here), else directly.
+PassResult block_channels(const TypedModule& in, BlockChannelsStats* stats = nullptr,
+                          bool winograd = true);
 
 }  // namespace dynvm::compiler

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "kernels/arith/simplify.h"
+#include "kernels/ops/conv_winograd.h"
 #include "kernels/ops/schedules.h"
 #include "kernels/ops/window.h"
 #include "vm/error.h"
@@ -38,22 +39,6 @@ std::vector<KnobSpec> dense_knobs(int64_t out_blocks, const std::vector<arith::E
   return {{"oc_block", {1, 2, 4}, oc_default},
           {"ow_block", {4, 6, 7, kMaxTile}, ow_default},
           reduction_knobs(out).front()};  // parallel
-}
-
-// The instance of a blocked conv computing Y: its name, inputs (the epilogue's after W and B)
-// and output; the caller adds knobs and the schedule.
-OpInstance blocked_conv_op(std::string name, const TensorRef& X, const TensorRef& W,
-                           const TensorRef& B, const TensorRef& Y, const FusedEpilogue* e) {
-  OpInstance op;
-  op.name = std::move(name) + "_" + dtype_suffix(X->dtype());
-  op.inputs = {X, W};
-  if (B) op.inputs.push_back(B);
-  if (e != nullptr) {
-    op.name += e->name;
-    op.inputs.insert(op.inputs.end(), e->inputs.begin(), e->inputs.end());
-  }
-  op.outputs = {Y};
-  return op;
 }
 
 OpInstance depthwise(const BlockedShape& g, const TensorRef& X, const TensorRef& W,
@@ -266,6 +251,7 @@ OpInstance conv_blocked_with(const TensorType& x, const TensorType& w,
   checked.strides = spatial_values(a.strides, 2, 1, 1, op, "strides");
   checked.pads = spatial_values(a.pads, 4, 0, 0, op, "pads");
   checked.dilations = spatial_values(a.dilations, 2, 1, 1, op, "dilations");
+  if (a.winograd != 0 && !a.depthwise) return conv_winograd(x, w, bias, checked, e);
   int64_t out_blocks = 0;
   std::optional<BlockedShape> g;
   if (a.depthwise || x.shape.size() != 4) g = blocked_shape(x, op);
@@ -333,6 +319,20 @@ OpInstance layout_change(const std::string& name, const TensorRef& X,
 }
 
 }  // namespace
+
+OpInstance blocked_conv_op(std::string name, const TensorRef& X, const TensorRef& W,
+                           const TensorRef& B, const TensorRef& Y, const FusedEpilogue* e) {
+  OpInstance op;
+  op.name = std::move(name) + "_" + dtype_suffix(X->dtype());
+  op.inputs = {X, W};
+  if (B) op.inputs.push_back(B);
+  if (e != nullptr) {
+    op.name += e->name;
+    op.inputs.insert(op.inputs.end(), e->inputs.begin(), e->inputs.end());
+  }
+  op.outputs = {Y};
+  return op;
+}
 
 BlockedShape blocked_shape(const TensorType& xb, const std::string& op) {
   check_float_input(xb, op, "X");

@@ -67,7 +67,15 @@ struct BlockedConvAttrs {
   // Dense: groups of whole blocks (C/groups and M/groups multiples of 16), W's dim 1 the
   // input channels of a group.
   int64_t groups = 1;
+  // Dense 3x3, stride 1: the output tile of Winograd's F(m x m, 3 x 3) (conv_winograd.h; W is
+  // then its transformed U), or 0 for the direct conv.
+  int64_t winograd = 0;
 };
+
+// The instance of a blocked conv computing Y: its name (with X's dtype and the epilogue's),
+// inputs (the epilogue's after W and B) and output; the caller adds knobs and the schedule.
+OpInstance blocked_conv_op(std::string name, const te::TensorRef& X, const te::TensorRef& W,
+                           const te::TensorRef& B, const te::TensorRef& Y, const FusedEpilogue* e);
 
 OpInstance conv_blocked(const TensorType& xb, const TensorType& w,
                         const std::optional<TensorType>& bias, const BlockedConvAttrs& attrs);

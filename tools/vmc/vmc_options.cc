@@ -75,6 +75,8 @@ options:
   --no-fuse              compile every operator as its own kernel (to measure fusion)
   --no-block-channels    keep depthwise-separable convs in NCHW (to measure the
                          channel-blocked layout)
+  --no-winograd          run blocked 3x3 convs directly, not by Winograd's F(4x4, 3x3)
+                         (to measure it)
   --no-plan-memory       allocate every kernel output on its own (to measure planning)
   --dump-ir after:STEP   print the IR after a step (the graph, the placement or the
                          bytecode): )" +
@@ -109,6 +111,8 @@ Options parse_options(int argc, const char* const* argv) {
       o.compile.fuse = false;
     } else if (a == "--no-block-channels") {
       o.compile.block_channels = false;
+    } else if (a == "--no-winograd") {
+      o.compile.winograd = false;
     } else if (a == "--cost-model") {
       o.cost_model = value(i, a);
     } else if (a == "--no-cost-model") {

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 
+#include "kernels/ops/conv_winograd.h"
 #include "tests/kernels/ops/op_test_util.h"
 #include "tests/support/expect_user_error.h"
 
@@ -39,6 +40,9 @@ std::vector<Case> cases() {
   BlockedConvAttrs d3_dil{{3, 3}, {1, 2}, {2, 1, 1, 2}, {2, 1}, false};
   BlockedConvAttrs stem7{{7, 7}, {2, 2}, {3, 3, 3, 3}, {}, false};
   BlockedConvAttrs g2{{3, 3}, {1, 1}, {1, 1, 1, 1}, {}, false, 2};  // 2 groups of whole blocks
+  BlockedConvAttrs wino4{{3, 3}, {}, {1, 1, 1, 1}, {}, false, 1, 4};
+  BlockedConvAttrs wino4_uneven{{3, 3}, {1, 1}, {1, 0, 0, 2}, {1, 1}, false, 1, 4};
+  BlockedConvAttrs wino2{{3, 3}, {}, {1, 1, 1, 1}, {}, false, 1, 2};
   return {
       {"dw3_s2", 20, 20, dw3, true, false, {}, {}},
       {"dw5_dil_nobias_relu", 36, 36, dw5, false, true, {}, {}},
@@ -53,6 +57,18 @@ std::vector<Case> cases() {
       {"stem7_nchw", 3, 20, stem7, true, true, {}, {}, true},
       {"dense3_groups", 64, 32, g2, true, true, {}, {}},
       {"stem3_s2_nchw_static", 3, 16, d3_s2, true, false, {}, {9, 12}, true},
+      {"winograd4_relu", 32, 20, wino4, true, true, {}, {}},
+      {"winograd4_uneven_pads", 16, 48, wino4_uneven, false, false, {}, {}},
+      {"winograd4_static", 48, 32, wino4, true, false, {}, {9, 12}},
+      {"winograd2", 32, 36, wino2, true, true, {}, {}},
+      {"winograd4_knobs",
+       32,
+       48,
+       wino4,
+       true,
+       false,
+       {{"oc_block", 1}, {"tile_block", 6}, {"parallel", 0}},
+       {}},
       {"pw_knobs",
        20,
        36,
@@ -72,6 +88,10 @@ TensorType x_type(const Case& c) {
 }
 
 vm::Shape w_shape(const Case& c) {
+  if (c.attrs.winograd != 0) {
+    const int64_t alpha = c.attrs.winograd + 2;
+    return {alpha, alpha, channel_blocks(c.m), c.c, kChannelBlock};
+  }
   if (c.attrs.depthwise) {
     return {channel_blocks(c.c), c.attrs.kernel[0], c.attrs.kernel[1], kChannelBlock};
   }
@@ -99,6 +119,11 @@ vm::Tensor zeros(const vm::Shape& shape) {
 // The NCHW weights ([M, C or 1, kH, kW]) and bias ([M]) laid out as conv_blocked reads them.
 vm::Tensor pack_weights(const Case& c, const vm::Tensor& w) {
   vm::Tensor p = zeros(w_shape(c));
+  if (c.attrs.winograd != 0) {
+    const std::vector<float> u = winograd_weights(w.data_as<float>(), c.m, c.c, c.attrs.winograd);
+    std::copy(u.begin(), u.end(), p.data_as<float>());
+    return p;
+  }
   float* out = p.data_as<float>();
   const int64_t kh = c.attrs.kernel[0], kw = c.attrs.kernel[1];
   for (int64_t o = 0; o < c.m; ++o) {
@@ -161,10 +186,10 @@ std::vector<double> reference(const Case& c, const vm::Tensor& x, const vm::Tens
 TEST(OpsConvBlocked, MatchesNchwLoopsAtEverySize) {
   std::vector<OpToBuild> ops;
   for (const Case& c : cases()) ops.push_back({c.symbol, build(c), c.knobs});
-  for (int64_t ch : {20, 32, 36, 64}) {
+  for (int64_t ch : {16, 20, 32, 36, 48, 64}) {
     ops.push_back({"to" + std::to_string(ch), to_blocked(TensorType{kF32, {kN, ch, kH, kW}})});
   }
-  for (int64_t ch : {16, 20, 24, 32, 36}) {
+  for (int64_t ch : {16, 20, 24, 32, 36, 48}) {
     ops.push_back(
         {"from" + std::to_string(ch),
          from_blocked(TensorType{kF32, {kN, channel_blocks(ch), kH, kW, kChannelBlock}}, ch)});
@@ -221,7 +246,9 @@ TEST(OpsConvBlocked, MatchesNchwLoopsAtEverySize) {
       vm::Tensor yb =
           run_op(lib, c.symbol, args, {n, channel_blocks(c.m), oh, ow, kChannelBlock}, kF32);
       vm::Tensor y = run_op(lib, "from" + std::to_string(c.m), {yb}, {n, c.m, oh, ow}, kF32);
-      expect_close(y, want, 1e-5, 1e-5, what);
+      // F(4x4, 3x3) rounds in its transforms: about 1e-5 of the sum of |terms|.
+      const double tol = c.attrs.winograd == 4 ? 1e-4 : 1e-5;
+      expect_close(y, want, tol, tol, what);
     }
   }
 }
