@@ -511,9 +511,10 @@ PassResult block_channels(const TypedModule& in, BlockChannelsStats* stats, bool
   TypedModule out = in;
   BlockChannels blocker(in, scan, s, winograd);
   out.module = blocker.mutate_module(in.module);
-  return PassResult(std::move(out), s.convs + s.others > 0,
-                    str_cat(s.convs, " convs and ", s.others, " other ops in blocked channels, ",
-                            s.to_blocked, " conversions into it"));
+  return PassResult(
+      std::move(out), s.convs + s.others > 0,
+      str_cat(s.convs, " convs (", s.winograd, " by Winograd) and ", s.others,
+              " other ops in blocked channels, ", s.to_blocked, " conversions into it"));
 }
 
 }  // namespace dynvm::compiler

@@ -300,6 +300,11 @@ TEST(BlockChannels, MovesAResNetStemAndBlockWithoutConvertingItsInput) {
   // The last 1x1 conv stays NCHW: its result is the function's, nothing gains after it.
   EXPECT_EQ(stats.convs, 3u);
   EXPECT_EQ(stats.to_blocked, 0u);  // the stem reads the NCHW input itself
+  EXPECT_EQ(stats.winograd, 2u);    // the block's 3x3 stride-1 convs over whole blocks
+  BlockChannelsStats direct;
+  block_channels(infer_types_with_facts(parse_module(resnet())), &direct, false);
+  EXPECT_EQ(direct.convs, 3u);
+  EXPECT_EQ(direct.winograd, 0u);
   std::map<std::string, int> counts = call_counts(dce(r).module);
   EXPECT_EQ(counts["dynvm.ConvBlocked"], 3) << print_module(r.module);
   EXPECT_EQ(counts["dynvm.MaxPoolBlocked"], 1);
@@ -309,8 +314,7 @@ TEST(BlockChannels, MovesAResNetStemAndBlockWithoutConvertingItsInput) {
   EXPECT_EQ(counts["MaxPool"] + counts["AveragePool"], 0);
 }
 
-TEST(BlockChannels, BlockedResNetMatchesDoubleLoops) {
-  vm::Executable exe = compile(parse_module(resnet()), CompileOptions{});
+void check_resnet(vm::Executable exe) {
   vm::VirtualMachine machine(vm::Program::load(std::move(exe)));
   for (const auto& [n, h, w] :
        std::vector<std::array<int64_t, 3>>{{1, 8, 8}, {1, 9, 30}, {2, 17, 23}, {1, 40, 13}}) {
@@ -335,6 +339,16 @@ TEST(BlockChannels, BlockedResNetMatchesDoubleLoops) {
             ++at;
           }
     }
+  }
+}
+
+// By Winograd's F(4x4, 3x3) (the default) and directly.
+TEST(BlockChannels, BlockedResNetMatchesDoubleLoops) {
+  for (bool winograd : {true, false}) {
+    SCOPED_TRACE(winograd ? "winograd" : "direct");
+    CompileOptions options;
+    options.winograd = winograd;
+    check_resnet(compile(parse_module(resnet()), options));
   }
 }
 

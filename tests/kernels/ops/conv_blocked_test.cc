@@ -6,7 +6,8 @@
 // over full and partial input blocks (NaN in the padded lanes, which the sum must skip),
 // dilated with uneven pads, two groups of whole blocks, and stems over an NCHW input; symbolic
 // N/H/W called at sizes from 1x1 (smaller than the window) up, and static shapes. The builders'
-// rejections.
+// rejections. Winograd F(4x4, 3x3) and F(2x2, 3x3) (weights transformed by winograd_weights):
+// symbolic with an epilogue, uneven pads, static, non-default knobs.
 #include "kernels/ops/conv_blocked.h"
 
 #include <algorithm>
@@ -280,6 +281,17 @@ TEST(OpsConvBlocked, RejectsWhatItCannotCompute) {
       conv_blocked(TensorType{kF32, dims({1, 3, 4, 4})}, TensorType{kF32, dims({1, 3, 7, 7, 16})},
                    std::nullopt, {{7, 7}, {}, {}, {}, false}),
       "window larger than input");
+  // Winograd: 3x3 stride 1 only, U [alpha, alpha, MB, C, 16], a tile of 2 or 4.
+  const TensorType u{kF32, dims({6, 6, 1, 32, 16})};
+  EXPECT_USER_ERROR(conv_blocked(x, u, std::nullopt, {{3, 3}, {2, 2}, {}, {}, false, 1, 4}),
+                    "stride 1");
+  EXPECT_USER_ERROR(conv_blocked(x, u, std::nullopt, {{5, 5}, {}, {}, {}, false, 1, 4}),
+                    "3x3 kernel");
+  EXPECT_USER_ERROR(conv_blocked(x, TensorType{kF32, dims({6, 6, 1, 16, 16})}, std::nullopt,
+                                 {{3, 3}, {}, {}, {}, false, 1, 4}),
+                    "U must be");
+  EXPECT_USER_ERROR(conv_blocked(x, u, std::nullopt, {{3, 3}, {}, {}, {}, false, 1, 3}),
+                    "must be 2 or 4");
   EXPECT_USER_ERROR(from_blocked(x, 33), "do not fill");
   EXPECT_USER_ERROR(to_blocked(TensorType{kF32, {kN, kH, kW, kW}}), "static C");
 }
