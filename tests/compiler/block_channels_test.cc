@@ -182,23 +182,45 @@ TEST(BlockChannels, BlocksGroupsOfWholeBlocksOnly) {
   EXPECT_EQ(call_counts(dce(r).module)["Conv"], 2);
 }
 
+// A 16-channel 3x3 conv over an NCHW value that is not a stem's few channels, then a
+// pointwise conv (no depthwise convs in the module).
+std::string dense_then_pointwise(int64_t stride) {
+  return "dim n: 1..8\ndim h: 1..64\ndim w: 1..64\n"
+         "fn @main(%x: f32[n, 16, h, w]) {\n"
+         "  %a = Conv(%x, " +
+         constant({16, 16, 3, 3}, 1) + ") {pads=[1, 1, 1, 1], strides=[" + std::to_string(stride) +
+         ", " + std::to_string(stride) +
+         "]}\n"
+         "  %b = Relu(%a)\n"
+         "  %c = Conv(%b, " +
+         constant({32, 16, 1, 1}, 2) +
+         ")\n"
+         "  return %c\n}\n";
+}
+
 TEST(BlockChannels, LeavesDenseConvsOutsideAChainInNchw) {
-  // A 16-channel conv over an NCHW value that is not a stem's few channels, and a pointwise
-  // conv in a module without depthwise convs: converting either would cost what it gains.
-  const std::string m =
-      "dim n: 1..8\ndim h: 1..64\ndim w: 1..64\n"
-      "fn @main(%x: f32[n, 16, h, w]) {\n"
-      "  %a = Conv(%x, " +
-      constant({16, 16, 3, 3}, 1) +
-      ") {pads=[1, 1, 1, 1]}\n"
-      "  %b = Relu(%a)\n"
-      "  %c = Conv(%b, " +
-      constant({32, 16, 1, 1}, 2) +
-      ")\n"
-      "  return %c\n}\n";
-  PassResult r = block_channels(infer_types_with_facts(parse_module(m)));
+  // Strided (no Winograd), converting the conv or the pointwise one would cost what it gains.
+  PassResult r = block_channels(infer_types_with_facts(parse_module(dense_then_pointwise(2))));
   EXPECT_FALSE(r.changed) << print_module(r.module);
   EXPECT_EQ(call_counts(r.module)["Conv"], 2);
+  // Stride 1 without Winograd likewise.
+  r = block_channels(infer_types_with_facts(parse_module(dense_then_pointwise(1))), nullptr, false);
+  EXPECT_FALSE(r.changed) << print_module(r.module);
+}
+
+TEST(BlockChannels, StartsAChainAtAWinogradConv) {
+  // By Winograd the conv runs 2-3x faster blocked: its input is converted, and its result
+  // converted back for the pointwise conv, which stays NCHW.
+  BlockChannelsStats stats;
+  PassResult r =
+      block_channels(infer_types_with_facts(parse_module(dense_then_pointwise(1))), &stats);
+  EXPECT_TRUE(r.changed);
+  EXPECT_EQ(stats.convs, 1u);
+  EXPECT_EQ(stats.winograd, 1u);
+  EXPECT_EQ(stats.to_blocked, 1u);
+  std::map<std::string, int> counts = call_counts(dce(r).module);
+  EXPECT_EQ(counts["dynvm.ConvBlocked"], 1) << print_module(r.module);
+  EXPECT_EQ(counts["Conv"], 1);
 }
 
 // A ResNet-style stem and block over x [n, 3, h, w]: 7x7 stride-2 conv to 16 channels, Relu,
