@@ -50,7 +50,7 @@ def _dim_arg(name, value):
 
 
 def _vmc_args(dims, static, specialize, specialize_from, tuning_log, cost_model,
-              rank_schedules, fuse, plan_memory, block_channels=True):
+              rank_schedules, fuse, plan_memory, block_channels=True, winograd=True):
     args = []
     for name, value in (dims or {}).items():
         args += ["--dim", _dim_arg(name, value)]
@@ -73,12 +73,14 @@ def _vmc_args(dims, static, specialize, specialize_from, tuning_log, cost_model,
         args.append("--no-plan-memory")
     if not block_channels:
         args.append("--no-block-channels")
+    if not winograd:
+        args.append("--no-winograd")
     return args
 
 
 def compile(model, dims=None, static=None, specialize=None, specialize_from=None,
             tuning_log=None, cost_model=None, rank_schedules=True, fuse=True,
-            plan_memory=True, progress=True, block_channels=True):
+            plan_memory=True, progress=True, block_channels=True, winograd=True):
     """Compiles an ONNX model into an Executable, as `vmc` does.
 
     model            a path to an .onnx file, the model's bytes, or an onnx.ModelProto
@@ -93,6 +95,7 @@ def compile(model, dims=None, static=None, specialize=None, specialize_from=None
     rank_schedules   False keeps every template's default schedule (--no-cost-model)
     fuse, plan_memory  False turns fusion or memory planning off (--no-fuse, ...)
     block_channels   False keeps depthwise-separable convs in NCHW (--no-block-channels)
+    winograd         False runs blocked 3x3 convs directly, not by Winograd (--no-winograd)
     progress         show kernel compilation progress on stderr when it is a terminal
 
     Raises dynvm.UserError (a ValueError) with vmc's one-line message for a model or an
@@ -103,5 +106,5 @@ def compile(model, dims=None, static=None, specialize=None, specialize_from=None
     elif isinstance(model, (bytearray, memoryview)):
         model = bytes(model)
     args = _vmc_args(dims, static, specialize, specialize_from, tuning_log, cost_model,
-                     rank_schedules, fuse, plan_memory, block_channels)
+                     rank_schedules, fuse, plan_memory, block_channels, winograd)
     return _compile(model, args, bool(progress))

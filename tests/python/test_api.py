@@ -52,7 +52,8 @@ def test_dims_forms_reach_vmc():
     static = dynvm.compile(tiny_models.add_one(), static={"x": (2,)}, progress=False)
     assert static.inputs[0].shape == [2]
     plain = dynvm.compile(tiny_models.add_one(), fuse=False, plan_memory=False,
-                          rank_schedules=False, specialize={"n": [4, 8]}, progress=False)
+                          rank_schedules=False, block_channels=False, winograd=False,
+                          specialize={"n": [4, 8]}, progress=False)
     np.testing.assert_array_equal(plain.run({"x": np.zeros(4, np.float32)})["y"], [1] * 4)
 
 
