@@ -19,6 +19,8 @@ constexpr int64_t kMinChannels = 8;
 // A dense conv is blocked when its padded output lanes are at most 1/kMaxLaneWaste of its
 // channels.
 constexpr int64_t kMaxLaneWaste = 8;
+// The padded output lanes a conv by Winograd may have: 1/4 of its channels.
+constexpr int64_t kMaxWinogradLaneWaste = 4;
 // Winograd's output tile: F(4x4, 3x3).
 constexpr int64_t kWinogradTile = 4;
 
@@ -77,8 +79,12 @@ struct BlockableConv {
   vm::Tensor w, b;  // b undefined without a bias
 };
 
+bool winograd_fits(const BlockableConv& conv);
+
+// `winograd`: whether convs that fit Winograd run by it (the padded lanes they may take).
 std::optional<BlockableConv> blockable_conv(const Expr& call,
-                                            const std::unordered_map<uint64_t, ValueFacts>& facts) {
+                                            const std::unordered_map<uint64_t, ValueFacts>& facts,
+                                            bool winograd) {
   if (call.kind() != ExprKind::kCall || call->name != "Conv") return std::nullopt;
   const auto& ops = call->operands;
   if (ops.size() < 2 || ops.size() > 3) return std::nullopt;
@@ -120,10 +126,12 @@ std::optional<BlockableConv> blockable_conv(const Expr& call,
                 r.pads == std::vector<int64_t>(4, 0);
   // A dense conv whose output lanes are mostly padding (40 channels compute 48) runs slower
   // than in NCHW (kernels/ops/conv_blocked.h): blocked only within kMaxLaneWaste. Pointwise
-  // convs are the cheap links of a depthwise chain and stay in it.
-  const int64_t lanes = ops::channel_blocks(r.m) * kBlock;
-  if (!r.pointwise && (lanes - r.m) * kMaxLaneWaste > r.m) return std::nullopt;
+  // convs are the cheap links of a depthwise chain and stay in it; a conv by Winograd,
+  // 2-3x faster blocked, may waste up to 1/kMaxWinogradLaneWaste (27 channels of 32).
   r.nchw_input = r.c < kMinChannels;
+  const int64_t lanes = ops::channel_blocks(r.m) * kBlock;
+  const int64_t waste = winograd && winograd_fits(r) ? kMaxWinogradLaneWaste : kMaxLaneWaste;
+  if (!r.pointwise && (lanes - r.m) * waste > r.m) return std::nullopt;
   return r;
 }
 
@@ -208,7 +216,7 @@ class ScanModule : public ExprVisitor {
                                                        "GlobalAveragePool", "ReduceMean"};
     if (pools.count(call->name) != 0) return true;
     if (call->name == "Conv") {
-      std::optional<BlockableConv> conv = blockable_conv(call, facts_);
+      std::optional<BlockableConv> conv = blockable_conv(call, facts_, winograd_);
       if (!conv) return false;
       if (starts_chains(*conv)) return true;
     } else if (finite_elementwise().count(call->name) == 0 && call->name != "Div") {
@@ -234,7 +242,7 @@ class ScanModule : public ExprVisitor {
  protected:
   void visit_call(const Expr& e) override {
     if (!found || !has_depthwise) {
-      std::optional<BlockableConv> conv = blockable_conv(e, facts_);
+      std::optional<BlockableConv> conv = blockable_conv(e, facts_, winograd_);
       found = found || (conv && !conv->pointwise);
       has_depthwise = has_depthwise || (conv && conv->depthwise);
     }
@@ -291,7 +299,7 @@ class BlockChannels : public ExprMutator {
  private:
   // The blocked variable computing `value` (appended to `out`), or undefined.
   Expr rewrite(const Expr& var, const Expr& value, std::vector<Binding>& out) {
-    if (std::optional<BlockableConv> conv = blockable_conv(value, facts_)) {
+    if (std::optional<BlockableConv> conv = blockable_conv(value, facts_, winograd_)) {
       return block_conv(var, value, *conv, out);
     }
     if (finite_elementwise().count(value->name) != 0 || divides_by_nonzero_constant(value)) {

@@ -1,6 +1,7 @@
 // Winograd convolutions over channel-blocked tensors (see conv_winograd.h).
 #include "kernels/ops/conv_winograd.h"
 
+#include <algorithm>
 #include <functional>
 #include <string>
 
@@ -20,6 +21,24 @@ arith::Expr I(int64_t v) { return arith::make_int(v); }
 
 // The product's widest register tile (tiles).
 constexpr int64_t kMaxTileBlock = 8;
+// Transformed weights up to this size stay in L2 while a chunk of tiles streams them: V and
+// M are then computed per chunk (chunk_tiles), in cache and in bounded memory.
+constexpr int64_t kChunkedWeightBytes = 1 << 20;
+// A chunk's V and M together, about.
+constexpr int64_t kChunkBytes = 256 << 10;
+// Chunks are whole tile blocks of every tile_block candidate (4, 8 when chunked).
+constexpr int64_t kChunkMultiple = 8;
+
+// Tiles per chunk for a conv of these blocks, or 0: V and M at the root, over all tiles, U
+// streamed once (weights beyond L2 would be streamed again per chunk).
+int64_t chunk_tiles(int64_t alpha, int64_t in_blocks, int64_t out_blocks) {
+  const int64_t vector_bytes = kChannelBlock * 4;
+  const int64_t u_bytes = alpha * alpha * out_blocks * in_blocks * kChannelBlock * vector_bytes;
+  if (u_bytes > kChunkedWeightBytes) return 0;
+  const int64_t tile_bytes = alpha * alpha * (in_blocks + out_blocks) * vector_bytes;
+  const int64_t k = kChunkBytes / tile_bytes / kChunkMultiple * kChunkMultiple;
+  return std::clamp<int64_t>(k, kChunkMultiple, 4 * kChunkMultiple);
+}
 
 // sum over k of row[k] * term(k), the zero coefficients dropped and +-1 not multiplied.
 Expr combination(const double* row, int64_t n, const std::function<Expr(int64_t)>& term) {
@@ -137,6 +156,11 @@ OpInstance conv_winograd(const TensorType& xt, const TensorType& ut,
   const arith::Expr tw = arith::simplify(arith::floordiv(ow + (m - 1), I(m)));
   const arith::Expr per_image = arith::simplify(th * tw);
   const arith::Expr tiles = arith::simplify(g.n * per_image);
+  // Chunked, V, the product and M run over the tiles rounded up to whole chunks, the tiles
+  // past the last reading it: every chunk is a full one.
+  const int64_t chunk = chunk_tiles(alpha, g.blocks, ud[2]);
+  const arith::Expr padded_tiles =
+      chunk == 0 ? tiles : arith::simplify(arith::floordiv(tiles + (chunk - 1), I(chunk)) * chunk);
   const std::vector<arith::Expr> out_shape{g.n, I(out_blocks), oh, ow, I(kChannelBlock)};
   check_output_dims(op_name, out_shape);
 
@@ -151,9 +175,11 @@ OpInstance conv_winograd(const TensorType& xt, const TensorType& ut,
   // columns. Tile t's patch starts at row m * ty, column m * tx of image t / (TH * TW).
   const double* bt = f.bt.data();
   TensorRef rows = te::compute(
-      "InRows", {I(alpha), I(in_blocks), tiles, I(alpha), I(kChannelBlock)}, [&](const Indices& i) {
-        const arith::Expr image = arith::floordiv(i[2], per_image);
-        const arith::Expr in_image = arith::floormod(i[2], per_image);
+      "InRows", {I(alpha), I(in_blocks), padded_tiles, I(alpha), I(kChannelBlock)},
+      [&](const Indices& i) {
+        const arith::Expr t = chunk == 0 ? i[2] : arith::min(i[2], tiles - 1);
+        const arith::Expr image = arith::floordiv(t, per_image);
+        const arith::Expr in_image = arith::floormod(t, per_image);
         const arith::Expr y0 = arith::floordiv(in_image, tw) * m;
         const arith::Expr x0 = arith::floormod(in_image, tw) * m;
         return choose(i[0], alpha, [&](int64_t eps) {
@@ -162,7 +188,7 @@ OpInstance conv_winograd(const TensorType& xt, const TensorType& ut,
           });
         });
       });
-  TensorRef V = te::compute("V", {I(alpha), I(alpha), I(in_blocks), tiles, I(kChannelBlock)},
+  TensorRef V = te::compute("V", {I(alpha), I(alpha), I(in_blocks), padded_tiles, I(kChannelBlock)},
                             [&](const Indices& i) {
                               return choose(i[1], alpha, [&](int64_t nu) {
                                 return combination(bt + nu * alpha, alpha, [&](int64_t c) {
@@ -172,25 +198,26 @@ OpInstance conv_winograd(const TensorType& xt, const TensorType& ut,
                             });
 
   // M = U . V per tile position: the sum over the input channels, in a register tile of
-  // tile_block tiles x oc_block output blocks. The accumulator reaches kMaxTileBlock - 1
-  // tiles past the last (their reads clamped to it), so that the last tile block is a full
-  // one in registers; only the real tiles are stored.
+  // tile_block tiles x oc_block output blocks. At the root the accumulator reaches
+  // kMaxTileBlock - 1 tiles past the last (their reads clamped to it), so that the last tile
+  // block is a full one in registers; only the real tiles are stored.
   te::IterVar ib = te::reduce_axis(in_blocks, "ib");
   te::IterVar il = te::reduce_axis(kChannelBlock, "il");
   TensorRef product = te::compute(
       "Product",
-      {I(alpha), I(alpha), I(out_blocks), arith::simplify(tiles + (kMaxTileBlock - 1)),
-       I(kChannelBlock)},
+      {I(alpha), I(alpha), I(out_blocks),
+       chunk == 0 ? arith::simplify(tiles + (kMaxTileBlock - 1)) : padded_tiles, I(kChannelBlock)},
       [&](const Indices& i) {
-        const arith::Expr t = arith::min(i[3], tiles - 1);
+        const arith::Expr t = chunk == 0 ? arith::min(i[3], tiles - 1) : i[3];
         return te::sum(te::read(V, {i[0], i[1], ib.var, t, il.var}) *
                            te::read(U, {i[0], i[1], i[2], ib.var * kChannelBlock + il.var, i[4]}),
                        {ib, il});
       });
-  TensorRef M = te::compute("M", {I(alpha), I(alpha), I(out_blocks), tiles, I(kChannelBlock)},
-                            [&](const Indices& i) {
-                              return te::read(product, {i[0], i[1], i[2], i[3], i[4]});
-                            });
+  TensorRef M =
+      te::compute("M", {I(alpha), I(alpha), I(out_blocks), padded_tiles, I(kChannelBlock)},
+                  [&](const Indices& i) {
+                    return te::read(product, {i[0], i[1], i[2], i[3], i[4]});
+                  });
 
   // Y = A^T M A, separably: (a, j) = sum over b of M[a][b] at[j][b], then Y's rows.
   const double* at = f.at.data();
@@ -222,7 +249,10 @@ OpInstance conv_winograd(const TensorType& xt, const TensorType& ut,
 
   OpInstance op = blocked_conv_op("conv_winograd" + std::to_string(m), X, U, B, Y, e);
   op.knobs = {{"oc_block", {1, 2, 4}, out_blocks % 2 == 0 ? 2 : 1},
-              {"tile_block", {4, 6, kMaxTileBlock}, kMaxTileBlock},
+              {"tile_block",
+               chunk == 0 ? std::vector<int64_t>{4, 6, kMaxTileBlock}
+                          : std::vector<int64_t>{4, kMaxTileBlock},
+               kMaxTileBlock},
               reduction_knobs(out_shape).front()};  // parallel
   op.schedule = [=, specs = op.knobs](const KnobValues& knobs) {
     const int64_t oc_block = knob_value(specs, knobs, "oc_block");
@@ -234,49 +264,67 @@ OpInstance conv_winograd(const TensorType& xt, const TensorType& ut,
     te::Schedule s = te::create_schedule({Y});
     if (P != X) schedule_injective(s, P, kChannelBlock, parallel);
 
-    // The input transform: per (tile, block), its rows in registers, V's alpha^2 vectors out.
-    te::Stage& sv = s[V];
-    sv.reorder({sv.axis(3), sv.axis(2), sv.axis(0), sv.axis(1), sv.axis(4)});
-    sv.unroll(sv.axis(0));
-    sv.unroll(sv.axis(1));
-    sv.vectorize(sv.axis(4));
-    if (parallel) sv.parallel(sv.axis(3));
-    te::Stage& sr = s[rows];
-    sr.compute_at(sv, sv.axis(2));
-    sr.unroll(sr.axis(0));
-    sr.unroll(sr.axis(3));
-    sr.vectorize(sr.axis(4));
+    // Y's loops: per output tile (and block), the tile in registers (below), copied out.
+    // Chunked, the tiles flattened over the images run in chunks outermost (in parallel),
+    // each computing its V and M first; at the root, V and M are whole stages of their own.
+    te::Stage& so = s[Y];
+    auto [tho, thi] = so.split(so.axis(2), m);
+    auto [two, twi] = so.split(so.axis(3), m);
+    te::IterVarRef tile_loop = two;
+    te::IterVarRef chunk_loop;
+    if (chunk != 0) {
+      so.reorder({so.axis(0), tho, two, so.axis(1), thi, twi, so.axis(4)});
+      auto [chunks, in_chunk] = so.split(so.fuse(so.fuse(so.axis(0), tho), two), chunk);
+      so.reorder({chunks, so.axis(1), in_chunk, thi, twi, so.axis(4)});
+      if (parallel) so.parallel(chunks);
+      tile_loop = in_chunk;
+      chunk_loop = chunks;
+    } else {
+      so.reorder({so.axis(0), so.axis(1), tho, two, thi, twi, so.axis(4)});
+      if (parallel && out_blocks >= kManyChannelBlocks) {
+        so.parallel(so.fuse(so.axis(0), so.axis(1)));
+      } else if (parallel) {
+        so.reorder({tho, so.axis(0), so.axis(1)});
+        so.parallel(tho);
+      }
+    }
+    so.vectorize(so.axis(4));
+    const bool root_parallel = parallel && chunk == 0;
 
-    // The product: (position, output block group) in parallel, tiles of tile_block.
+    // The product: per (position, output block group), tiles of tile_block (at the root,
+    // those pairs in parallel).
     te::Stage& sm = s[M];
+    if (chunk != 0) sm.compute_at(so, chunk_loop);
     auto [obo, obi] = sm.split(sm.axis(2), oc_block);
     auto [to, ti] = sm.split(sm.axis(3), tile_block);
     te::IterVarRef position = sm.fuse(sm.axis(0), sm.axis(1));
     sm.reorder({position, obo, to, obi, ti, sm.axis(sm.num_axes() - 1)});
     sm.vectorize(sm.axis(sm.num_axes() - 1));
     sm.unroll(obi);
-    if (parallel) sm.parallel(sm.fuse(position, obo));
+    if (root_parallel) sm.parallel(sm.fuse(position, obo));
     te::Stage& sa = accumulate_at(s, product, sm, to);
     sa.unroll(sa.axis(2));
     sa.unroll(sa.axis(3));
 
+    // The input transform (attached after its reader, the product): per (tile, block), its
+    // rows in registers, V's alpha^2 vectors out.
+    te::Stage& sv = s[V];
+    if (chunk != 0) sv.compute_at(so, chunk_loop);
+    sv.reorder({sv.axis(3), sv.axis(2), sv.axis(0), sv.axis(1), sv.axis(4)});
+    sv.unroll(sv.axis(0));
+    sv.unroll(sv.axis(1));
+    sv.vectorize(sv.axis(4));
+    if (root_parallel) sv.parallel(sv.axis(3));
+    te::Stage& sr = s[rows];
+    sr.compute_at(sv, sv.axis(2));
+    sr.unroll(sr.axis(0));
+    sr.unroll(sr.axis(3));
+    sr.vectorize(sr.axis(4));
+
     // The output transform: per output tile, its rows then the tile in registers; Y copies
     // the tile (part of it at the ends of rows and columns) with the bias and epilogue.
-    te::Stage& so = s[Y];
-    auto [tho, thi] = so.split(so.axis(2), m);
-    auto [two, twi] = so.split(so.axis(3), m);
-    so.reorder({so.axis(0), so.axis(1), tho, two, thi, twi, so.axis(4)});
-    so.vectorize(so.axis(4));
-    if (parallel) {
-      if (out_blocks >= kManyChannelBlocks) {
-        so.parallel(so.fuse(so.axis(0), so.axis(1)));
-      } else {
-        so.reorder({tho, so.axis(0), so.axis(1)});
-        so.parallel(tho);
-      }
-    }
     te::Stage& st = s[tile];
-    st.compute_at(so, two);
+    st.compute_at(so, tile_loop);
     st.unroll(st.axis(2));
     st.unroll(st.axis(3));
     st.vectorize(st.axis(4));

@@ -406,10 +406,10 @@ Region infer_region(const StageLoops& consumer, const tir::Expr& consumer_body, 
 
 Region relax_region(const Region& r, const StageLoops& consumer, size_t outer, size_t inner,
                     const std::vector<arith::Expr>& shape, const arith::Analyzer& analyzer) {
-  if (inner <= outer) return r;
+  if (outer != kNoFixedLoops && inner <= outer) return r;
   VarRanges vars;
   const auto& leaves = consumer.stage->leaf_axes();
-  for (size_t i = outer + 1; i <= inner && i < leaves.size(); ++i) {
+  for (size_t i = outer == kNoFixedLoops ? 0 : outer + 1; i <= inner && i < leaves.size(); ++i) {
     vars[leaves[i]->var.id()] = Range{Expr(0), consumer.extent.at(leaves[i].get()) - Expr(1)};
   }
   Region out;

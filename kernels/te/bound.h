@@ -59,7 +59,8 @@ Region infer_region(const StageLoops& consumer, const tir::Expr& consumer_body, 
                     const arith::Analyzer& analyzer);
 // `r`, read by a stage computed at the consumer's leaf loop `inner`, over every iteration
 // of the consumer's loops after `outer` up to `inner` (a region for a stage computed at
-// loop `outer`); dims it cannot follow are the whole dim of `shape`.
+// loop `outer`; kNoFixedLoops: from its first loop on); dims it cannot follow are the whole
+// dim of `shape`.
 Region relax_region(const Region& r, const StageLoops& consumer, size_t outer, size_t inner,
                     const std::vector<arith::Expr>& shape, const arith::Analyzer& analyzer);
 // Per dim, the smallest range holding both regions.

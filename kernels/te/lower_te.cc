@@ -47,6 +47,16 @@ struct StageInfo {
   ScatterUpdate update;  // scatters: the update with inlined stages substituted
 };
 
+// The leaf position of `consumer` at which `attached` is computed.
+size_t attach_position(const StageInfo& consumer, const StageInfo& attached) {
+  for (const auto& [p, list] : consumer.attached) {
+    if (std::find(list.begin(), list.end(), &attached) != list.end()) return p;
+  }
+  DYNVM_INTERNAL_CHECK(false, attached.stage->name(), " is not computed in ",
+                       consumer.stage->name());
+  return 0;
+}
+
 void collect_vars(const Expr& e, std::unordered_set<arith::VarId>& out) {
   if (!e.defined()) return;
   if (e.kind() == arith::ExprKind::kVar) {
@@ -340,8 +350,15 @@ class Lowerer {
       };
       for (const Stage* reader : info.consumers) {
         if (reader == consumer) continue;
-        if (reader->attach_kind() != AttachKind::kAt || reader->attach_stage() != consumer ||
-            position(reader->attach_axis()) < position(stage->attach_axis())) {
+        // A reader computed inside another stage that is (a chain of such stages ending in
+        // one that is) computed at the consumer's loop: the product stage of a kernel whose
+        // output computes its workspaces per chunk of its own loop (conv_winograd.cc).
+        const Stage* outer = reader;
+        while (outer->attach_kind() == AttachKind::kAt && outer->attach_stage() != consumer) {
+          outer = outer->attach_stage();
+        }
+        if (outer->attach_kind() != AttachKind::kAt ||
+            position(outer->attach_axis()) < position(stage->attach_axis())) {
           user_error("compute_at: ", stage->name(), " is also read by ", reader->name(),
                      "; it may only be read by ", consumer->name(),
                      ", where it is computed, and by stages computed at that loop or inside it");
@@ -409,15 +426,20 @@ class Lowerer {
         std::optional<Region> region;
         for (const Stage* reader : info.consumers) {
           const bool direct = reader == stage.attach_stage();
-          const StageInfo& r = direct ? consumer : infos_.at(reader);
-          Region read = infer_region(r.loops, r.body, direct ? pos : kNoFixedLoops,
+          const StageInfo* r = direct ? &consumer : &infos_.at(reader);
+          Region read = infer_region(r->loops, r->body, direct ? pos : kNoFixedLoops,
                                      stage.tensor().get(), shape, analyzer_);
           if (!direct) {
-            size_t inner = pos;
-            for (const auto& [p, list] : consumer.attached) {
-              if (std::find(list.begin(), list.end(), &r) != list.end()) inner = p;
+            // Up the chain of stages the reader is computed in, every loop of each down to
+            // where the next one in is computed, to the stage computed at the consumer.
+            while (r->stage->attach_stage() != stage.attach_stage()) {
+              const StageInfo& in = infos_.at(r->stage->attach_stage());
+              read = relax_region(read, in.loops, kNoFixedLoops, attach_position(in, *r), shape,
+                                  analyzer_);
+              r = &in;
             }
-            read = relax_region(read, consumer.loops, pos, inner, shape, analyzer_);
+            read = relax_region(read, consumer.loops, pos, attach_position(consumer, *r), shape,
+                                analyzer_);
           }
           region = region ? region_union(*region, read, analyzer_) : read;
         }

@@ -223,6 +223,23 @@ TEST(BlockChannels, StartsAChainAtAWinogradConv) {
   EXPECT_EQ(counts["Conv"], 1);
 }
 
+TEST(BlockChannels, AWinogradConvMayPadAQuarterOfItsLanes) {
+  // 28 output channels compute 32 lanes: too many padded ones for a direct conv (1/8), not
+  // for one by Winograd (1/4).
+  const std::string m =
+      "dim n: 1..8\ndim h: 1..64\ndim w: 1..64\n"
+      "fn @main(%x: f32[n, 16, h, w]) {\n"
+      "  %a = Conv(%x, " +
+      constant({28, 16, 3, 3}, 1) +
+      ") {pads=[1, 1, 1, 1]}\n"
+      "  %y = Relu(%a)\n"
+      "  return %y\n}\n";
+  BlockChannelsStats stats;
+  EXPECT_TRUE(block_channels(infer_types_with_facts(parse_module(m)), &stats).changed);
+  EXPECT_EQ(stats.winograd, 1u);
+  EXPECT_FALSE(block_channels(infer_types_with_facts(parse_module(m)), nullptr, false).changed);
+}
+
 // A ResNet-style stem and block over x [n, 3, h, w]: 7x7 stride-2 conv to 16 channels, Relu,
 // MaxPool 3x3 stride 2, a 3x3 conv, Relu, a 3x3 conv, the residual Add, Relu, AveragePool 2x2
 // stride 2 (without its pads counted), a 1x1 conv to 32 (left in NCHW).
