@@ -310,5 +310,37 @@ TEST(LowerComputeAt, ScalarOutputOfFusedReduction) {
   }
 }
 
+// V read only by Pr, computed at M's outer loop, M at Y's outer loop, V at that loop too
+// (Winograd's V, product and M per chunk of tiles): V covers what Pr reads over every loop
+// of M, the chunk's 8 positions, not the whole vector.
+TEST(LowerComputeAt, ReaderInsideAStageComputedAtTheLoop) {
+  arith::Var n("n");
+  auto A = placeholder("A", {n}, kF32);
+  auto V = compute("V", {n}, [&](const Indices& i) { return read(A, {i[0]}) * f32c(2); });
+  auto Pr = compute("Pr", {n}, [&](const Indices& i) { return read(V, {i[0]}) + f32c(1); });
+  auto M = compute("M", {n}, [&](const Indices& i) { return read(Pr, {i[0]}); });
+  auto Y = compute("Y", {n}, [&](const Indices& i) { return read(M, {i[0]}) * f32c(3); });
+  Schedule s = create_schedule({Y});
+  auto [yo, yi] = s[Y].split(s[Y].axis(0), 8);
+  s[M].compute_at(s[Y], yo);
+  auto [mo, mi] = s[M].split(s[M].axis(0), 4);
+  s[Pr].compute_at(s[M], mo);
+  s[V].compute_at(s[Y], yo);
+  tir::PrimFunc f = lower_checked(s, {A, Y}, "nested_reader");
+  for (const tir::Stmt& a : stmts_of(f, tir::StmtKind::kAllocate)) {
+    if (a->buffer->name() != "V") continue;
+    ASSERT_TRUE(a->buffer->shape()[0].is_int_imm()) << tir::to_string(f);
+    EXPECT_EQ(a->buffer->shape()[0].int_value(), 8) << tir::to_string(f);
+  }
+  std::mt19937 rng(38);
+  for (int64_t len : {1, 8, 13, 40}) {
+    vm::Tensor a = random_f32({len}, rng), y = poisoned({len}, kF32);
+    run(f, {a, y});
+    std::vector<double> want;
+    for (int64_t i = 0; i < len; ++i) want.push_back((2 * at(a, i) + 1) * 3);
+    expect_values(y, want, 1e-6, "nested_reader n=" + std::to_string(len));
+  }
+}
+
 }  // namespace
 }  // namespace dynvm::te
