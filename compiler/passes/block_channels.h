@@ -22,7 +22,8 @@
 //       in the layout in turn (a depthwise or pointwise conv, a pool or mean, or a dense
 //       conv or elementwise op that leads to one): a dense conv gains 5-15% blocked, about
 //       what converting its input or output costs;
-//     a dense 3x3 conv of stride and dilation 1, one group and whole input blocks runs as
+//     a dense 3x3 conv of stride and dilation 1, whole input blocks and one group (or groups
+//     of 32 channels or more) runs as
 //     Winograd's F(4x4, 3x3) (attribute winograd = 4, W transformed to U here): 36
 //     products per 4x4 output tile instead of 144, 2-3x faster than directly, so such a
 //     conv is blocked wherever it is, converting its input if need be (as a depthwise one);

@@ -21,8 +21,9 @@ arith::Expr I(int64_t v) { return arith::make_int(v); }
 
 // The product's widest register tile (tiles).
 constexpr int64_t kMaxTileBlock = 8;
-// Transformed weights up to this size stay in L2 while a chunk of tiles streams them: V and
-// M are then computed per chunk (chunk_tiles), in cache and in bounded memory.
+// Transformed weights and a chunk's V and M up to this size stay in L2 while the chunk
+// streams the weights: V and M are then computed per chunk (chunk_tiles), in cache and in
+// bounded memory.
 constexpr int64_t kChunkedWeightBytes = 1 << 20;
 // A chunk's V and M together, about.
 constexpr int64_t kChunkBytes = 256 << 10;
@@ -31,13 +32,13 @@ constexpr int64_t kChunkMultiple = 8;
 
 // Tiles per chunk for a conv of these blocks, or 0: V and M at the root, over all tiles, U
 // streamed once (weights beyond L2 would be streamed again per chunk).
-int64_t chunk_tiles(int64_t alpha, int64_t in_blocks, int64_t out_blocks) {
+int64_t chunk_tiles(int64_t alpha, int64_t in_blocks, int64_t group_blocks, int64_t out_blocks) {
   const int64_t vector_bytes = kChannelBlock * 4;
-  const int64_t u_bytes = alpha * alpha * out_blocks * in_blocks * kChannelBlock * vector_bytes;
-  if (u_bytes > kChunkedWeightBytes) return 0;
+  const int64_t u_bytes = alpha * alpha * out_blocks * group_blocks * kChannelBlock * vector_bytes;
   const int64_t tile_bytes = alpha * alpha * (in_blocks + out_blocks) * vector_bytes;
-  const int64_t k = kChunkBytes / tile_bytes / kChunkMultiple * kChunkMultiple;
-  return std::clamp<int64_t>(k, kChunkMultiple, 4 * kChunkMultiple);
+  const int64_t k = std::clamp<int64_t>(kChunkBytes / tile_bytes / kChunkMultiple * kChunkMultiple,
+                                        kChunkMultiple, 4 * kChunkMultiple);
+  return u_bytes + k * tile_bytes > kChunkedWeightBytes ? 0 : k;
 }
 
 // sum over k of row[k] * term(k), the zero coefficients dropped and +-1 not multiplied.
@@ -131,17 +132,24 @@ OpInstance conv_winograd(const TensorType& xt, const TensorType& ut,
   const int64_t m = f.m, alpha = f.alpha;
   const BlockedShape g = blocked_shape(xt, op_name);
   const std::vector<int64_t> ud = constant_dims(ut, 0, op_name, "U's dims");
-  const bool unit = a.strides == std::vector<int64_t>{1, 1} &&
-                    a.dilations == std::vector<int64_t>{1, 1} && a.groups == 1;
+  const bool unit =
+      a.strides == std::vector<int64_t>{1, 1} && a.dilations == std::vector<int64_t>{1, 1};
   if (a.kernel != std::vector<int64_t>{3, 3} || !unit) {
-    user_error(op_name, ": a 3x3 kernel with stride 1, dilation 1 and one group is required");
+    user_error(op_name, ": a 3x3 kernel with stride 1 and dilation 1 is required");
   }
-  if (ud.size() != 5 || ud[0] != alpha || ud[1] != alpha || ud[3] != g.blocks * kChannelBlock ||
-      ud[4] != kChannelBlock || ut.dtype != xt.dtype) {
-    user_error(op_name, ": U must be [", alpha, ", ", alpha, ", out blocks, ",
-               g.blocks * kChannelBlock, ", ", kChannelBlock, "] of X's dtype");
+  // Groups of whole blocks: output block ob reads the input blocks of group
+  // ob / (out blocks / groups).
+  if (a.groups < 1 || g.blocks % a.groups != 0) {
+    user_error(op_name, ": ", a.groups, " groups do not split ", g.blocks, " input blocks");
+  }
+  const int64_t group_channels = g.blocks / a.groups * kChannelBlock;
+  if (ud.size() != 5 || ud[0] != alpha || ud[1] != alpha || ud[3] != group_channels ||
+      ud[4] != kChannelBlock || ut.dtype != xt.dtype || ud[2] % a.groups != 0) {
+    user_error(op_name, ": U must be [", alpha, ", ", alpha, ", out blocks (a multiple of ",
+               a.groups, "), ", group_channels, ", ", kChannelBlock, "] of X's dtype");
   }
   const int64_t out_blocks = ud[2], in_blocks = g.blocks;
+  const int64_t group_blocks = group_channels / kChannelBlock;
   if (bias && (bias->dtype != xt.dtype || constant_dims(*bias, 0, op_name, "B's dims") !=
                                               std::vector<int64_t>{out_blocks, kChannelBlock})) {
     user_error(op_name, ": B must be [", out_blocks, ", ", kChannelBlock, "] of X's dtype");
@@ -158,7 +166,7 @@ OpInstance conv_winograd(const TensorType& xt, const TensorType& ut,
   const arith::Expr tiles = arith::simplify(g.n * per_image);
   // Chunked, V, the product and M run over the tiles rounded up to whole chunks, the tiles
   // past the last reading it: every chunk is a full one.
-  const int64_t chunk = chunk_tiles(alpha, g.blocks, ud[2]);
+  const int64_t chunk = chunk_tiles(alpha, g.blocks, group_blocks, out_blocks);
   const arith::Expr padded_tiles =
       chunk == 0 ? tiles : arith::simplify(arith::floordiv(tiles + (chunk - 1), I(chunk)) * chunk);
   const std::vector<arith::Expr> out_shape{g.n, I(out_blocks), oh, ow, I(kChannelBlock)};
@@ -201,7 +209,7 @@ OpInstance conv_winograd(const TensorType& xt, const TensorType& ut,
   // tile_block tiles x oc_block output blocks. At the root the accumulator reaches
   // kMaxTileBlock - 1 tiles past the last (their reads clamped to it), so that the last tile
   // block is a full one in registers; only the real tiles are stored.
-  te::IterVar ib = te::reduce_axis(in_blocks, "ib");
+  te::IterVar ib = te::reduce_axis(group_blocks, "ib");
   te::IterVar il = te::reduce_axis(kChannelBlock, "il");
   TensorRef product = te::compute(
       "Product",
@@ -209,7 +217,11 @@ OpInstance conv_winograd(const TensorType& xt, const TensorType& ut,
        chunk == 0 ? arith::simplify(tiles + (kMaxTileBlock - 1)) : padded_tiles, I(kChannelBlock)},
       [&](const Indices& i) {
         const arith::Expr t = chunk == 0 ? arith::min(i[3], tiles - 1) : i[3];
-        return te::sum(te::read(V, {i[0], i[1], ib.var, t, il.var}) *
+        arith::Expr block = ib.var;
+        if (a.groups > 1) {
+          block = arith::floordiv(i[2], out_blocks / a.groups) * group_blocks + ib.var;
+        }
+        return te::sum(te::read(V, {i[0], i[1], block, t, il.var}) *
                            te::read(U, {i[0], i[1], i[2], ib.var * kChannelBlock + il.var, i[4]}),
                        {ib, il});
       });

@@ -47,7 +47,8 @@ std::vector<float> winograd_weights(const float* w, int64_t out_channels, int64_
                                     int64_t m);
 
 // The conv of conv_blocked.h with attrs.winograd = m: a 3x3 kernel, stride and dilation 1,
-// groups 1, x blocked with whole blocks, w = U as above.
+// x blocked with whole blocks, groups of whole blocks (U's C then a group's channels: W
+// [M, C / groups, 3, 3] transformed as above), w = U.
 OpInstance conv_winograd(const TensorType& xb, const TensorType& u,
                          const std::optional<TensorType>& bias, const BlockedConvAttrs& attrs,
                          const FusedEpilogue* e);

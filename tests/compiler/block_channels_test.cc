@@ -180,6 +180,12 @@ TEST(BlockChannels, BlocksGroupsOfWholeBlocksOnly) {
   r = block_channels(infer_types_with_facts(parse_module(model(4))), &split);
   EXPECT_EQ(split.convs, 0u) << print_module(r.module);  // the stem alone gains nothing
   EXPECT_EQ(call_counts(dce(r).module)["Conv"], 2);
+  // Groups of 16 channels run directly, one group of 32 by Winograd.
+  EXPECT_EQ(whole.winograd, 0u);
+  BlockChannelsStats one;
+  block_channels(infer_types_with_facts(parse_module(model(1))), &one);
+  EXPECT_EQ(one.convs, 2u);
+  EXPECT_EQ(one.winograd, 1u);
 }
 
 // A 16-channel 3x3 conv over an NCHW value that is not a stem's few channels, then a

@@ -7,7 +7,7 @@
 // dilated with uneven pads, two groups of whole blocks, and stems over an NCHW input; symbolic
 // N/H/W called at sizes from 1x1 (smaller than the window) up, and static shapes. The builders'
 // rejections. Winograd F(4x4, 3x3) and F(2x2, 3x3) (weights transformed by winograd_weights):
-// symbolic with an epilogue, uneven pads, static, non-default knobs, per chunk of tiles
+// symbolic with an epilogue, uneven pads, static, non-default knobs, groups, per chunk of tiles
 // (23x37: 60 tiles, chunks of 24) and at the root.
 #include "kernels/ops/conv_blocked.h"
 
@@ -45,6 +45,7 @@ std::vector<Case> cases() {
   BlockedConvAttrs wino4{{3, 3}, {}, {1, 1, 1, 1}, {}, false, 1, 4};
   BlockedConvAttrs wino4_uneven{{3, 3}, {1, 1}, {1, 0, 0, 2}, {1, 1}, false, 1, 4};
   BlockedConvAttrs wino2{{3, 3}, {}, {1, 1, 1, 1}, {}, false, 1, 2};
+  BlockedConvAttrs wino4_groups{{3, 3}, {}, {1, 1, 1, 1}, {}, false, 4, 4};
   return {
       {"dw3_s2", 20, 20, dw3, true, false, {}, {}},
       {"dw5_dil_nobias_relu", 36, 36, dw5, false, true, {}, {}},
@@ -65,6 +66,7 @@ std::vector<Case> cases() {
       {"winograd4_uneven_pads", 16, 48, wino4_uneven, false, false, {}, {}},
       {"winograd4_static", 48, 32, wino4, true, false, {}, {9, 12}},
       {"winograd2", 32, 36, wino2, true, true, {}, {}},
+      {"winograd4_groups", 64, 64, wino4_groups, true, true, {}, {}},  // 4 groups of 16
       {"winograd4_knobs",
        32,
        48,
@@ -94,7 +96,7 @@ TensorType x_type(const Case& c) {
 vm::Shape w_shape(const Case& c) {
   if (c.attrs.winograd != 0) {
     const int64_t alpha = c.attrs.winograd + 2;
-    return {alpha, alpha, channel_blocks(c.m), c.c, kChannelBlock};
+    return {alpha, alpha, channel_blocks(c.m), c.c / c.attrs.groups, kChannelBlock};
   }
   if (c.attrs.depthwise) {
     return {channel_blocks(c.c), c.attrs.kernel[0], c.attrs.kernel[1], kChannelBlock};
@@ -124,7 +126,8 @@ vm::Tensor zeros(const vm::Shape& shape) {
 vm::Tensor pack_weights(const Case& c, const vm::Tensor& w) {
   vm::Tensor p = zeros(w_shape(c));
   if (c.attrs.winograd != 0) {
-    const std::vector<float> u = winograd_weights(w.data_as<float>(), c.m, c.c, c.attrs.winograd);
+    const std::vector<float> u =
+        winograd_weights(w.data_as<float>(), c.m, c.c / c.attrs.groups, c.attrs.winograd);
     std::copy(u.begin(), u.end(), p.data_as<float>());
     return p;
   }
@@ -193,7 +196,7 @@ TEST(OpsConvBlocked, MatchesNchwLoopsAtEverySize) {
   for (int64_t ch : {16, 20, 32, 36, 48, 64}) {
     ops.push_back({"to" + std::to_string(ch), to_blocked(TensorType{kF32, {kN, ch, kH, kW}})});
   }
-  for (int64_t ch : {16, 20, 24, 32, 36, 48, 128}) {
+  for (int64_t ch : {16, 20, 24, 32, 36, 48, 64, 128}) {
     ops.push_back(
         {"from" + std::to_string(ch),
          from_blocked(TensorType{kF32, {kN, channel_blocks(ch), kH, kW, kChannelBlock}}, ch)});
