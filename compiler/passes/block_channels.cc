@@ -23,6 +23,9 @@ constexpr int64_t kMaxLaneWaste = 8;
 constexpr int64_t kMaxWinogradLaneWaste = 4;
 // The input channels a group needs to run by Winograd.
 constexpr int64_t kMinWinogradGroupChannels = 32;
+// Wider convs stay direct: their transformed weights (36 * 4 bytes a channel pair, 38 MB at
+// 512 x 512) would be streamed from memory for maps that are small where they are that wide.
+constexpr int64_t kMaxWinogradChannelPairs = 512 * 512;
 // Winograd's output tile: F(4x4, 3x3).
 constexpr int64_t kWinogradTile = 4;
 
@@ -171,11 +174,12 @@ vm::Tensor pack_dense(const BlockableConv& conv) {
 // blocked with whole blocks (the product's sum runs over whole blocks; groups are whole
 // blocks already) and groups of kMinWinogradGroupChannels or more: a RegNet's groups of 16
 // have products too short for the transforms around them (its 384-channel convs at 5x5, in
-// 8x8 of tiles: 323 us against 128 directly).
+// 8x8 of tiles: 323 us against 128 directly), up to kMaxWinogradChannelPairs.
 bool winograd_fits(const BlockableConv& conv) {
   const std::vector<int64_t> ones{1, 1};
   return !conv.depthwise && !conv.nchw_input &&
          (conv.groups == 1 || conv.c / conv.groups >= kMinWinogradGroupChannels) &&
+         conv.c / conv.groups * conv.m <= kMaxWinogradChannelPairs &&
          conv.kernel == std::vector<int64_t>{3, 3} && conv.strides == ones &&
          conv.dilations == ones && conv.c % kBlock == 0;
 }
