@@ -260,11 +260,14 @@ OpInstance conv_winograd(const TensorType& xt, const TensorType& ut,
   });
 
   OpInstance op = blocked_conv_op("conv_winograd" + std::to_string(m), X, U, B, Y, e);
-  op.knobs = {{"oc_block", {1, 2, 4}, out_blocks % 2 == 0 ? 2 : 1},
+  // At the root (wide convs, whose maps are small: 7x7 is 4 tiles an image) 4 tiles x 4
+  // output blocks, so that a short last block computes 4 tiles, not 8.
+  const int64_t oc_default = chunk == 0 && out_blocks % 4 == 0 ? 4 : out_blocks % 2 == 0 ? 2 : 1;
+  op.knobs = {{"oc_block", {1, 2, 4}, oc_default},
               {"tile_block",
                chunk == 0 ? std::vector<int64_t>{4, 6, kMaxTileBlock}
                           : std::vector<int64_t>{4, kMaxTileBlock},
-               kMaxTileBlock},
+               chunk == 0 ? 4 : kMaxTileBlock},
               reduction_knobs(out_shape).front()};  // parallel
   op.schedule = [=, specs = op.knobs](const KnobValues& knobs) {
     const int64_t oc_block = knob_value(specs, knobs, "oc_block");
