@@ -17,8 +17,8 @@
 // oc_block output blocks runs across tile rows and images, and only the last one is short.
 // The transforms are written out with the matrices' constants, zero terms dropped (a select
 // over the transform's row that unrolling resolves), and computed per tile in registers.
-// When U fits in L2 (up to 1 MB: 64 x 64 channels), Y's tiles run in chunks of 8-32 (a
-// multiple of every tile_block candidate), in parallel, each computing its V and M first:
+// When U fits in L2 (up to 1 MB: 64 x 64 channels), Y's tiles run in chunks of 8 (one block
+// of every tile_block candidate), in parallel, each computing its V and M first:
 // they stay in cache and the kernel's memory is bounded (V and M over all tiles are 2.25x
 // its input's and output's bytes); wider convs keep V and M whole, U streamed once.
 #pragma once
