@@ -279,10 +279,7 @@ OpInstance conv_blocked_with(const TensorType& x, const TensorType& w,
     }
     out_blocks = wd[0];
   }
-  if (bias && (bias->dtype != x.dtype || constant_dims(*bias, 0, op, "B's dims") !=
-                                             std::vector<int64_t>{out_blocks, kChannelBlock})) {
-    user_error(op, ": B must be [", out_blocks, ", ", kChannelBlock, "] of X's dtype");
-  }
+  check_blocked_bias(bias, x, out_blocks, op);
   TensorRef X = te::placeholder("X", x.shape, x.dtype);
   TensorRef W = te::placeholder("W", w.shape, w.dtype);
   TensorRef B = bias ? te::placeholder("B", bias->shape, bias->dtype) : nullptr;
@@ -319,6 +316,14 @@ OpInstance layout_change(const std::string& name, const TensorRef& X,
 }
 
 }  // namespace
+
+void check_blocked_bias(const std::optional<TensorType>& bias, const TensorType& x,
+                        int64_t out_blocks, const char* op) {
+  if (bias && (bias->dtype != x.dtype || constant_dims(*bias, 0, op, "B's dims") !=
+                                             std::vector<int64_t>{out_blocks, kChannelBlock})) {
+    user_error(op, ": B must be [", out_blocks, ", ", kChannelBlock, "] of X's dtype");
+  }
+}
 
 OpInstance blocked_conv_op(std::string name, const TensorRef& X, const TensorRef& W,
                            const TensorRef& B, const TensorRef& Y, const FusedEpilogue* e) {

@@ -72,6 +72,10 @@ struct BlockedConvAttrs {
   int64_t winograd = 0;
 };
 
+// A blocked conv's bias, when given: X's dtype, [out_blocks, 16], else a UserError naming op.
+void check_blocked_bias(const std::optional<TensorType>& bias, const TensorType& x,
+                        int64_t out_blocks, const char* op);
+
 // The instance of a blocked conv computing Y: its name (with X's dtype and the epilogue's),
 // inputs (the epilogue's after W and B) and output; the caller adds knobs and the schedule.
 OpInstance blocked_conv_op(std::string name, const te::TensorRef& X, const te::TensorRef& W,

@@ -148,10 +148,7 @@ OpInstance conv_winograd(const TensorType& xt, const TensorType& ut,
   }
   const int64_t out_blocks = ud[2], in_blocks = g.blocks;
   const int64_t group_blocks = group_channels / kChannelBlock;
-  if (bias && (bias->dtype != xt.dtype || constant_dims(*bias, 0, op_name, "B's dims") !=
-                                              std::vector<int64_t>{out_blocks, kChannelBlock})) {
-    user_error(op_name, ": B must be [", out_blocks, ", ", kChannelBlock, "] of X's dtype");
-  }
+  check_blocked_bias(bias, xt, out_blocks, op_name);
   TensorRef X = te::placeholder("X", xt.shape, xt.dtype);
   TensorRef U = te::placeholder("U", ut.shape, ut.dtype);
   TensorRef B = bias ? te::placeholder("B", bias->shape, bias->dtype) : nullptr;
