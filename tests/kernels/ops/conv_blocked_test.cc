@@ -7,8 +7,8 @@
 // dilated with uneven pads, two groups of whole blocks, and stems over an NCHW input; symbolic
 // N/H/W called at sizes from 1x1 (smaller than the window) up, and static shapes. The builders'
 // rejections. Winograd F(4x4, 3x3) and F(2x2, 3x3) (weights transformed by winograd_weights):
-// symbolic with an epilogue, uneven pads with non-default knobs, static, groups, per chunk of tiles
-// (23x37: 60 tiles, chunks of 8) and at the root.
+// symbolic with an epilogue, uneven pads with non-default knobs, static, groups, per chunk
+// of tiles (23x37: 60 tiles, chunks of 8) and at the root.
 #include "kernels/ops/conv_blocked.h"
 
 #include <algorithm>
