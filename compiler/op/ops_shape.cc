@@ -6,8 +6,10 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <numeric>
 
 #include "compiler/op/families.h"
+#include "kernels/arith/evaluate.h"
 #include "kernels/ops/transform.h"
 #include "vm/error.h"
 
@@ -45,7 +47,57 @@ std::vector<Dim> value_dims(OpContext& ctx, size_t i, const char* what) {
 // Not provably a size (>= 0): a value read at run time, which may be 0 or -1 where that
 // means something (Reshape) or negative where it is an error.
 bool maybe_negative(const OpContext& ctx, const Dim& d) {
-  return !d.is_any() && !d.is_const() && !ctx.provable(arith::ge(d.expr(), 0));
+  return !d.is_any() && !d.is_const() && !ctx.is_known_size(d) &&
+         !ctx.provable(arith::ge(d.expr(), 0));
+}
+
+// p / q (both > 0) with a * q == b * p for every value in range, when there is such a
+// constant: the ratio is read off one evaluation (every variable at a prime, so that no tile
+// size divides it) and the equality then proved, so the answer is exact.
+std::optional<std::pair<int64_t, int64_t>> constant_ratio(const OpContext& ctx,
+                                                          const arith::Expr& a,
+                                                          const arith::Expr& b) {
+  arith::VarValues probe;
+  std::function<void(const arith::Expr&)> collect = [&](const arith::Expr& x) {
+    if (x.kind() == arith::ExprKind::kVar) probe[x->var_id] = 997;
+    for (int i = 0; i < arith::kind_arity(x.kind()); ++i) collect(x.operand(i));
+  };
+  collect(a);
+  collect(b);
+  int64_t at_a = 0, at_b = 0;
+  try {
+    at_a = arith::evaluate(a, probe);
+    at_b = arith::evaluate(b, probe);
+  } catch (const UserError&) {
+    return std::nullopt;  // a division by zero or an overflow at the probe: no answer
+  }
+  if (at_a <= 0 || at_b <= 0) return std::nullopt;
+  const int64_t g = std::gcd(at_a, at_b);
+  const int64_t p = at_a / g, q = at_b / g;
+  if (!ctx.provable(arith::eq(a * q, b * p))) return std::nullopt;
+  return std::make_pair(p, q);
+}
+
+// Whether target entry `e` is, up to a positive constant factor, a product of some of the
+// input's dims: what a Reshape merging or splitting them asks for ([t', 4b, 36] -> [t'b,
+// 144]). Such an entry is a size (>= 0) whatever the bounds of its variables say, since the
+// input exists.
+bool is_product_of_dims(const OpContext& ctx, const Dim& e, const std::vector<Dim>& in) {
+  if (e.is_any() || e.is_const()) return false;
+  std::vector<const Dim*> symbolic;
+  for (const Dim& d : in) {
+    if (d.is_any()) return false;
+    if (!d.is_const()) symbolic.push_back(&d);
+  }
+  if (symbolic.empty() || symbolic.size() > 8) return false;
+  for (uint32_t mask = 1; mask < (1u << symbolic.size()); ++mask) {
+    arith::Expr product = 1;
+    for (size_t k = 0; k < symbolic.size(); ++k) {
+      if (mask & (1u << k)) product = product * symbolic[k]->expr();
+    }
+    if (constant_ratio(ctx, e.expr(), product)) return true;
+  }
+  return false;
 }
 
 std::vector<int64_t> const_list(const OpContext& ctx, size_t i, const char* what) {
@@ -405,8 +457,13 @@ Facts reshape_op(OpContext& ctx) {
   const std::vector<Dim>& in = ctx.dims(0);
   std::vector<Dim> target = value_dims(ctx, 1, "Reshape's shape");
   const bool allowzero = ctx.attr_int("allowzero", 0) != 0;
-  if (std::any_of(target.begin(), target.end(),
-                  [&](const Dim& d) { return maybe_negative(ctx, d); })) {
+  // An entry that is a product of the input's dims is not negative whatever the bounds
+  // say: a target read off the input's Shape is then exact, not a select per entry for 0
+  // and -1, which the next Reshape nests in its own (a 2-block Conformer's output dims grew
+  // to 12 MB of text, a 6-block one ran the compiler out of memory).
+  if (std::any_of(target.begin(), target.end(), [&](const Dim& d) {
+        return maybe_negative(ctx, d) && !is_product_of_dims(ctx, d, in);
+      })) {
     return {tensor_facts(ctx.dtype(0), reshape_at_run_time(ctx, in, target, allowzero),
                          ctx.input(0).value)};
   }
@@ -441,7 +498,12 @@ Facts reshape_op(OpContext& ctx) {
     for (size_t j = 0; j < in.size(); ++j) {
       if (!used[j]) rest = ctx.mul(rest, in[j]);
     }
-    target[static_cast<size_t>(infer_at)] = ctx.floordiv(rest, known);
+    // A constant quotient is the entry itself ([n t', 12] -> [n, t', -1] is 12, where the
+    // simplifier cannot divide n t' 12 by n t' without knowing n t' > 0).
+    std::optional<std::pair<int64_t, int64_t>> ratio;
+    if (!rest.is_any() && !known.is_any()) ratio = constant_ratio(ctx, rest.expr(), known.expr());
+    target[static_cast<size_t>(infer_at)] =
+        ratio && ratio->second == 1 ? Dim(ratio->first) : ctx.floordiv(rest, known);
   }
   return {tensor_facts(ctx.dtype(0), target, ctx.input(0).value)};
 }

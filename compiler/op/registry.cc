@@ -111,6 +111,37 @@ bool OpContext::provable(const arith::Expr& condition) const {
   return analyzer_.can_prove(condition);
 }
 
+bool OpContext::is_known_size(const Dim& d) const {
+  return known_sizes_ != nullptr && !d.is_any() && known_sizes_->contains(d.expr());
+}
+
+void KnownSizes::add(const arith::Expr& e) {
+  if (contains(e)) return;
+  by_hash_.emplace(arith::structural_hash(e), order_.size());
+  order_.push_back(e);
+}
+
+bool KnownSizes::contains(const arith::Expr& e) const {
+  auto [begin, end] = by_hash_.equal_range(arith::structural_hash(e));
+  for (auto it = begin; it != end; ++it) {
+    if (arith::structural_equal(order_[it->second], e)) return true;
+  }
+  return false;
+}
+
+void KnownSizes::restore(size_t mark) {
+  while (order_.size() > mark) {
+    auto [begin, end] = by_hash_.equal_range(arith::structural_hash(order_.back()));
+    for (auto it = begin; it != end; ++it) {
+      if (it->second == order_.size() - 1) {
+        by_hash_.erase(it);
+        break;
+      }
+    }
+    order_.pop_back();
+  }
+}
+
 std::optional<std::vector<int64_t>> OpContext::static_dims(size_t i) const {
   std::vector<int64_t> out;
   for (const Dim& d : dims(i)) {

@@ -14,6 +14,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "compiler/ir/expr.h"
@@ -49,6 +50,24 @@ enum class ShapeRule : uint8_t {
   // They need input values (Reshape's shape, Range, ConstantOfShape). A size only the data
   // decides (NonZero's, Compress's) is one too: a count op the importer binds beside it.
   kFromInputValues,
+};
+
+// Dim expressions of the tensors that exist where an op runs. Each is a size (>= 0) there
+// whatever its variables' bounds say: an input's dims are, and the VM checks every computed
+// dim before the op that makes it runs. So a Reshape target read off a Shape ((t + 1)
+// floordiv 4 - 1, which the bounds of t >= 0 allow to be -1) is a size, not a select on 0
+// and -1 that every later Reshape nests in its own. Type inference adds the dims of each
+// tensor it types, and forgets a branch's or a loop body's when it leaves them.
+class KnownSizes {
+ public:
+  void add(const arith::Expr& e);
+  bool contains(const arith::Expr& e) const;
+  size_t mark() const { return order_.size(); }
+  void restore(size_t mark);
+
+ private:
+  std::vector<arith::Expr> order_;
+  std::unordered_multimap<size_t, size_t> by_hash_;  // structural hash -> index in order_
 };
 
 class OpContext;
@@ -99,6 +118,10 @@ class OpContext {
   using Symbolizer = std::function<std::optional<std::vector<Dim>>(size_t input)>;
   void set_symbolizer(Symbolizer s) { symbolizer_ = std::move(s); }
   bool provable(const arith::Expr& condition) const;
+  // Whether `d` is the dim of a tensor that exists where this op runs (KnownSizes), set by
+  // type inference; without it, nothing is.
+  void set_known_sizes(const KnownSizes* sizes) { known_sizes_ = sizes; }
+  bool is_known_size(const Dim& d) const;
 
   const Attrs& attrs() const { return attrs_; }
   int64_t attr_int(const std::string& name, int64_t fallback) const;
@@ -128,6 +151,7 @@ class OpContext {
   std::vector<ValueFacts> inputs_;
   arith::Analyzer& analyzer_;
   Symbolizer symbolizer_;
+  const KnownSizes* known_sizes_ = nullptr;
   std::vector<RunCheck> checks_;
 };
 

@@ -189,6 +189,7 @@ class TypeInferencer : public ExprMutator {
       user_error("@", f.name, " is called recursively; recursion is not supported yet");
     }
     active_.insert(f.name);
+    SizesScope scope(sizes_);
     struct Leave {  // also when typing fails (a failed If branch is caught and compiling goes on)
       std::set<std::string>& active;
       const std::string& name;
@@ -211,8 +212,29 @@ class TypeInferencer : public ExprMutator {
   Expr bind(const Expr& var, Info info) {
     name_unknown_dims(&info, var, var->name, 0);
     env_[var->var_id] = info;
+    add_sizes(info.type());
     return with_type(var, info.type());
   }
+
+  // A bound tensor's dims are sizes from here to the end of its scope (KnownSizes).
+  void add_sizes(const Type& t) {
+    if (!t.defined()) return;
+    if (t.kind() == TypeKind::kTuple) {
+      for (const Type& f : t->fields) add_sizes(f);
+    } else if (t.kind() == TypeKind::kTensor) {
+      for (const Dim& d : t->dims) {
+        if (!d.is_any() && !d.is_const()) sizes_.add(d.expr());
+      }
+    }
+  }
+
+  // The sizes a branch, a loop body or a function learns are forgotten when it ends.
+  struct SizesScope {
+    explicit SizesScope(KnownSizes& s) : sizes(s), mark(s.mark()) {}
+    ~SizesScope() { sizes.restore(mark); }
+    KnownSizes& sizes;
+    size_t mark;
+  };
 
   void name_unknown_dims(Info* info, const Expr& var, const std::string& name, size_t field) {
     if (!info->fields.empty()) {
@@ -401,6 +423,7 @@ class TypeInferencer : public ExprMutator {
       facts.push_back(absent ? ValueFacts{} : ai.facts);
     }
     OpContext ctx(where, e->attrs, facts, analyzer_);
+    ctx.set_known_sizes(&sizes_);
     ctx.set_symbolizer([&](size_t i) { return symbolize(args.at(i), facts.at(i)); });
     std::vector<ValueFacts> outputs = op->infer(ctx);
     // Dims computed from run-time values may come out negative: checked before the op runs.
@@ -430,6 +453,13 @@ class TypeInferencer : public ExprMutator {
     return {make_call(e->name, args, e->attrs, result.type()), result};
   }
 
+  // f() with the sizes it learns forgotten after (a branch's).
+  template <typename F>
+  auto scoped(F f) {
+    SizesScope scope(sizes_);
+    return f();
+  }
+
   std::pair<Expr, Info> if_expr(const Expr& e) {
     const std::string where = where_.empty() ? "if" : where_ + " = if";
     auto [ce, ci] = typed_expr(e->operands[0]);
@@ -443,12 +473,12 @@ class TypeInferencer : public ExprMutator {
     // version_entry's dispatch (a chain of Ifs ending in a run-time error): every version
     // must type, and the final error takes the last version's type.
     if (is_dispatch(e)) {
-      auto [te, ti] = version(e->operands[1]);
+      auto [te, ti] = scoped([&] { return version(e->operands[1]); });
       if (untyped_error(e->operands[2])) {
         Expr fails = with_type(e->operands[2], ti.type());
         return {make_if(ce, te, fails, ti.type()), ti};
       }
-      auto [ee, ei] = typed_expr(e->operands[2]);
+      auto [ee, ei] = scoped([&] { return typed_expr(e->operands[2]); });
       Info joined = join_info(ti, ei, where + ": the versions' result types differ");
       return {make_if(ce, te, ee, joined.type()), joined};
     }
@@ -461,7 +491,7 @@ class TypeInferencer : public ExprMutator {
     std::optional<std::string> then_error, else_error;
     std::pair<Expr, Info> then_typed, else_typed;
     try {
-      then_typed = typed_expr(e->operands[1]);
+      then_typed = scoped([&] { return typed_expr(e->operands[1]); });
     } catch (const BranchesDiffer& error) {
       if (split_continuations_) throw;
       then_error = error.what();
@@ -469,7 +499,7 @@ class TypeInferencer : public ExprMutator {
       then_error = error.what();
     }
     try {
-      else_typed = typed_expr(e->operands[2]);
+      else_typed = scoped([&] { return typed_expr(e->operands[2]); });
     } catch (const BranchesDiffer& error) {
       if (split_continuations_) throw;
       else_error = error.what();
@@ -682,6 +712,7 @@ class TypeInferencer : public ExprMutator {
 
   const Module& module_;
   arith::Analyzer analyzer_;
+  KnownSizes sizes_;
   std::unordered_map<uint64_t, Info> env_;
   std::unordered_map<uint64_t, ValueFacts> facts_;  // let-bound tensors, for lowering
   std::unordered_map<arith::VarId, RuntimeSymbol> symbols_;

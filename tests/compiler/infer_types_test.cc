@@ -50,6 +50,38 @@ fn @main(%x: f32[n, 3, 48, w], %k: f32[8, 3, 3, 3]) -> (f32[n, w*9, 16], f32[n, 
 )");
 }
 
+// A Reshape whose target is read off a Shape takes the dims as they are when they are the
+// sizes of tensors that exist ((t + 1) floordiv 2 - 1, a strided conv's output height, is
+// -1 at t = 0 by the bounds alone), merged ones included (n * t'), and a -1 that is a
+// constant quotient is that constant: no select on 0 and -1 per entry, which every later
+// Reshape nested in its own until a 6-block Conformer's dims ran the compiler out of memory.
+TEST(InferTypes, ReshapesReadOffShapesKeepTheSizesTheyRead) {
+  const std::string out = inferred(R"(dim n: 0..64
+dim t: 0..4096
+fn @main(%x: f32[n, 1, t, 7], %k: f32[4, 1, 3, 3]) {
+  %c = Conv(%x, %k) {strides=[2, 2]}
+  %p = Transpose(%c) {perm=[0, 2, 1, 3]}
+  %s = Shape(%p)
+  %b = Gather(%s, const(i64[1], [0])) {axis=0}
+  %w = Gather(%s, const(i64[1], [1])) {axis=0}
+  %bw = Mul(%b, %w)
+  %flat = Concat(%bw, const(i64[1], [12])) {axis=0}
+  %f = Reshape(%p, %flat)
+  %split = Concat(%b, %w, const(i64[1], [-1])) {axis=0}
+  %y = Reshape(%f, %split)
+  %s2 = Shape(%y)
+  %w2 = Gather(%s2, const(i64[1], [1])) {axis=0}
+  %again = Concat(%w2, const(i64[2], [-1, 3])) {axis=0}
+  %z = Reshape(%y, %again)
+  return (%f, %y, %z)
+})");
+  EXPECT_EQ(out.find("select"), std::string::npos) << out;
+  EXPECT_NE(out.find("-> (f32[n*((t + 1) floordiv 2) - n, 12], f32[n, (t + 1) floordiv 2 - 1, "
+                     "12], f32[(t + 1) floordiv 2 - 1, n*4, 3])"),
+            std::string::npos)
+      << out;
+}
+
 // torch's `cls.expand(n, -1, -1)` exports a Where over the shape: Equal(shape, -1) is
 // decided element by element (n >= 1 is never -1), so the Where's value is [n, 1, 96] and
 // Expand's dims are n, not opaque values every later reshape would nest selects over.
