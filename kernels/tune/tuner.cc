@@ -25,6 +25,20 @@ std::map<std::string, int64_t> dim_values(const Workload& w, const vm::ArgShapes
   return values;
 }
 
+TuningRecord record_of(const Workload& w, const std::string& target, const Measurement& m) {
+  TuningRecord r;
+  r.workload = w.key;
+  r.kernel = w.name;
+  r.target = target;
+  r.knobs = m.knobs;
+  r.error = m.error;
+  r.cost_ns = m.ok() ? m.cost_ns : 0;
+  for (size_t s = 0; s < w.sizes.size(); ++s) {
+    r.sizes.push_back({w.sizes[s].args, w.sizes[s].weight, m.ok() ? m.ns.at(s) : 0});
+  }
+  return r;
+}
+
 namespace {
 
 // Ranking the whole space costs one lowering per configuration: up to this many, the
@@ -181,20 +195,6 @@ std::string task_name(const Workload& w, size_t s) {
   return out;
 }
 
-TuningRecord record_of(const Workload& w, const std::string& target, const Measurement& m) {
-  TuningRecord r;
-  r.workload = w.key;
-  r.kernel = w.name;
-  r.target = target;
-  r.knobs = m.knobs;
-  r.error = m.error;
-  r.cost_ns = m.ok() ? m.cost_ns : 0;
-  for (size_t s = 0; s < w.sizes.size(); ++s) {
-    r.sizes.push_back({w.sizes[s].args, w.sizes[s].weight, m.ok() ? m.ns.at(s) : 0});
-  }
-  return r;
-}
-
 // A previous run's record as a measurement of this workload, when it was made at the same
 // sizes, in any order (otherwise its cost is not comparable, and the candidate is measured
 // again). Its cost is weighed again with this run's weights.
@@ -311,7 +311,8 @@ TuneResult Tuner::tune(const Workload& w,
 
     std::vector<ops::KnobValues> candidates;
     for (uint64_t i : batch) candidates.push_back(space.at(i));
-    std::vector<Measurement> ms = measure(w, candidates, o.measure);
+    std::vector<Measurement> ms =
+        o.measurer ? o.measurer(w, candidates) : measure(w, candidates, o.measure);
     for (size_t k = 0; k < batch.size(); ++k) {
       take(batch[k], ms[k]);
       if (!o.records_path.empty()) append_record(o.records_path, record_of(w, st.target, ms[k]));

@@ -22,6 +22,10 @@ namespace dynvm::tune {
 
 enum class SearchKind : uint8_t { kModel, kRandom };
 
+// Measures a batch of candidates of a workload, one Measurement each, in order.
+using Measurer =
+    std::function<std::vector<Measurement>(const Workload&, const std::vector<ops::KnobValues>&)>;
+
 struct TuneOptions {
   int trials = 64;            // measured candidates per workload (fewer when its space is smaller)
   int batch = 8;              // candidates per library build and measuring process
@@ -29,6 +33,9 @@ struct TuneOptions {
   SearchKind search = SearchKind::kModel;
   uint64_t seed = 1;
   MeasureOptions measure;
+  // Empty: measure.h's measure() with `measure`. A search study replays a table measured
+  // once instead (search_study.h).
+  Measurer measurer;
   std::string records_path;  // appended to; empty: records are kept in memory only
   // Ranks the first batch of each workload until this run's own measurements train a model
   // (the model that ships with dynvm, shipped_model.h); null or untrained: random.
@@ -77,5 +84,8 @@ class Tuner {
 // The dims of `w`'s symbolic arguments at one of its sizes: each input dim that is a bare
 // variable named to its value there (what features.h evaluates extents with).
 std::map<std::string, int64_t> dim_values(const Workload& w, const vm::ArgShapes& args);
+
+// The record of measurement `m` of `w` made on `target` (what the records file holds).
+TuningRecord record_of(const Workload& w, const std::string& target, const Measurement& m);
 
 }  // namespace dynvm::tune

@@ -24,6 +24,7 @@
 #include "tools/tool_main.h"
 #include "tools/vmc/compile_model.h"
 #include "tools/vmrun/input_binding.h"
+#include "tools/vmtune/search_study_run.h"
 #include "tools/vmtune/size_sets.h"
 #include "tools/vmtune/vmtune_options.h"
 #include "vm/executor.h"
@@ -264,6 +265,8 @@ int run(int argc, const char* const* argv) {
                  "vmtune: %zu of %zu kernels to tune (%.0f%% of kernel time), %d trials each\n",
                  chosen.size(), all.size(), covered * 100, o.tune.trials);
   }
+
+  if (o.search_study) return run_search_study(chosen, o, chatty);
 
   std::vector<tune::TuningRecord> previous = tune::read_records(o.output);
   auto previous_ranges = tune::range_records(previous, o.tune.measure.target.description());

@@ -39,6 +39,14 @@ options:
   --seed N              the search's random seed (default 1)
   --rows FILE           append every measurement's features and score to FILE, the
                         training rows of a cost model (scripts/make-tuning-db.sh)
+  --search-study        instead of tuning, compare the two searches: measure every
+                        configuration of each kernel (up to --study-max-space of them),
+                        then replay model-guided and random search against those costs
+                        (--seeds each, --trials long) and print, per kernel, the trials
+                        each needed to come within 5% of the best and the best so far
+                        after 1, 2, 4, ... trials (the measurements go to the records)
+  --seeds N             replays per search in --search-study (default 20)
+  --study-max-space N   kernels with more configurations are left out (default 256)
   -q, --quiet           no progress display
   -h, --help            this text
 vmc options (how the model is compiled, as in vmc --help): --dim, --static, --specialize,
@@ -108,6 +116,12 @@ Options parse_options(int argc, const char* const* argv) {
       o.max_workloads = parse_number<int>(value(i, a), a, 1, 1000000);
     } else if (a == "--timeout") {
       o.tune.measure.timeout_s = parse_number<double>(value(i, a), a, 0.1, 3600.0);
+    } else if (a == "--search-study") {
+      o.search_study = true;
+    } else if (a == "--seeds") {
+      o.study_seeds = parse_number<int>(value(i, a), a, 1, 10000);
+    } else if (a == "--study-max-space") {
+      o.study_max_space = parse_number<uint64_t>(value(i, a), a, 1, 1000000);
     } else if (a == "--seed") {
       o.tune.seed = parse_number<uint64_t>(value(i, a), a, 0, UINT64_MAX);
     } else {

@@ -23,6 +23,11 @@ struct Options {
   double min_share = 0.005;  // workloads under this share of kernel time are skipped
   int max_workloads = 0;     // 0: no limit
   int profile_runs = 3;
+  // --search-study: model-guided against random search, replayed on measured tables
+  // (search_study.h) instead of tuning.
+  bool search_study = false;
+  int study_seeds = 20;
+  uint64_t study_max_space = 256;
   bool help = false;
   bool quiet = false;
   // --fit-model OUT.ubj ROWS...: train a cost model on training rows (the shipped one:

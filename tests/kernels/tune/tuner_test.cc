@@ -17,6 +17,7 @@
 #include "kernels/tune/measure_protocol.h"
 #include "kernels/tune/ranges.h"
 #include "kernels/tune/records.h"
+#include "kernels/tune/search_study.h"
 #include "tests/support/expect_user_error.h"
 
 namespace dynvm::tune {
@@ -289,6 +290,54 @@ TEST(Tuner, RecordsAreWrittenAndAResumedRunMeasuresNothingTwice) {
   EXPECT_EQ(read_records(path).size(), 6u);
   EXPECT_EQ(second.best, best_records(written).at("test matmul").knobs);
   fs::remove(path);
+}
+
+// The search study replays the tuner against a table: nothing is measured, both searches
+// see the table's costs, every replay starts at the default schedule, and a budget as large
+// as the space finds the best in every seed.
+TEST(SearchStudy, ReplaysBothSearchesAgainstTheTable) {
+  Workload w = small_matmul();
+  KnobSpace space(w.build(w.arg_types).knobs);
+  ASSERT_GE(space.size(), 8u);
+  std::vector<Measurement> table;
+  const uint64_t best = space.size() / 3;  // not the default, not the first index
+  ASSERT_NE(best, space.default_index());
+  for (uint64_t i = 0; i < space.size(); ++i) {
+    Measurement m;
+    m.knobs = space.at(i);
+    m.cost_ns = i == best ? 100.0 : 200.0 + static_cast<double>(i);
+    m.ns = {m.cost_ns};
+    if (i == space.size() - 1 && i != space.default_index()) m.error = "wrong result";
+    table.push_back(m);
+  }
+  StudyOptions o;
+  o.trials = static_cast<int>(space.size());
+  o.seeds = 3;
+  o.batch = 4;
+  SearchStudy s = replay_searches(w, table, o);
+  EXPECT_EQ(s.space, space.size());
+  EXPECT_EQ(s.best_ns, 100.0);
+  EXPECT_EQ(s.default_ns, table[space.default_index()].cost_ns);
+  for (const SearchCurve* c : {&s.model, &s.random}) {
+    ASSERT_EQ(c->quality.size(), space.size());
+    ASSERT_EQ(c->trials_to_target.size(), 3u);
+    // The first trial is the default schedule's, in every seed.
+    EXPECT_DOUBLE_EQ(c->quality[0], 100.0 / s.default_ns);
+    for (size_t t = 1; t < c->quality.size(); ++t) EXPECT_GE(c->quality[t], c->quality[t - 1]);
+    EXPECT_DOUBLE_EQ(c->quality.back(), 1.0);
+    for (int n : c->trials_to_target) {
+      EXPECT_GE(n, 2);
+      EXPECT_LE(n, static_cast<int>(space.size()));
+    }
+    EXPECT_EQ(seeds_reaching(*c), 3);
+  }
+  SearchCurve hand;
+  hand.trials_to_target = {3, 0, 5, 7};  // one seed never got there: counts as budget + 1
+  EXPECT_EQ(median_trials(hand, 10), 6.0);
+  EXPECT_EQ(seeds_reaching(hand), 3);
+  std::vector<Measurement> broken(table.size());
+  for (Measurement& m : broken) m.error = "crashed";
+  EXPECT_USER_ERROR(replay_searches(w, broken, o), "no configuration could be measured");
 }
 
 }  // namespace
