@@ -207,13 +207,18 @@ class ScanModule : public ExprVisitor {
   std::unordered_map<uint64_t, std::vector<Expr>> readers;  // variable id -> the calls
 
   // Whether `conv` is blocked wherever it is, converting its input if need be: a depthwise
-  // conv, a pointwise one in a module with depthwise convs (the links of their chains), and
-  // one that runs by Winograd (2-3x faster than directly, against a conversion in and out
-  // of 5-15% of a direct conv). Other convs only continue a chain into a reader that gains
-  // (BlockChannels::block_conv).
+  // conv, a pointwise one in a module with depthwise convs (the links of their chains), one
+  // that runs by Winograd (2-3x faster than directly, against a conversion in and out of
+  // 5-15% of a direct conv), and a strided dense KxK conv over 32 or more channels (NCHW
+  // vectorizes along a strided output row: alone between NCHW ops, converted in and out,
+  // such a conv ran 0.55-0.99 of its NCHW time at 32-144 channels, 0.62 for 144 -> 144 3x3
+  // over a 39-wide map; at 16 channels 0.77-1.12, so those stay). Other convs only continue
+  // a chain into a reader that gains (BlockChannels::block_conv).
   bool starts_chains(const BlockableConv& conv) const {
+    const bool strided = conv.strides != std::vector<int64_t>{1, 1};
     return conv.depthwise || (conv.pointwise && !conv.nchw_input && has_depthwise) ||
-           (winograd_ && winograd_fits(conv));
+           (winograd_ && winograd_fits(conv)) ||
+           (strided && conv.c >= 2 * kBlock && conv.kernel != std::vector<int64_t>{1, 1});
   }
 
   // Whether `call` can follow a blocked operand into the layout and gain there (a guess
