@@ -78,26 +78,6 @@ bool uses_index_var(const tir::Expr& e, arith::VarId id) {
   return used;
 }
 
-tir::Expr reduce_identity(tir::ReduceOp op, tir::DataType t) {
-  using tir::ReduceOp;
-  bool lowest = op == ReduceOp::kMax || op == ReduceOp::kArgMax || op == ReduceOp::kArgMaxLast;
-  if (op == ReduceOp::kSum) return tir::make_const(t, 0);
-  if (op == ReduceOp::kProd) return tir::make_const(t, 1);
-  if (t.is_float()) {
-    double inf = std::numeric_limits<double>::infinity();
-    return tir::make_const(t, lowest ? -inf : inf);
-  }
-  int bits = static_cast<int>(vm::dtype_size(t.elem)) * 8;
-  if (t.is_unsigned_int()) {
-    // The all-ones pattern: int64 -1 is UINT64_MAX when read as the unsigned type.
-    int64_t max = bits == 64 ? -1 : static_cast<int64_t>((uint64_t{1} << bits) - 1);
-    return tir::make_const_int(t, lowest ? 0 : max);
-  }
-  int64_t max = bits == 64 ? std::numeric_limits<int64_t>::max()
-                           : static_cast<int64_t>((uint64_t{1} << (bits - 1)) - 1);
-  return tir::make_const_int(t, lowest ? -max - 1 : max);
-}
-
 tir::Expr combine(tir::ReduceOp op, tir::Expr acc, tir::Expr value) {
   switch (op) {
     case tir::ReduceOp::kSum:
@@ -858,6 +838,26 @@ tir::Stmt Lowerer::emit_reduction(StageInfo& info) {
 }
 
 }  // namespace
+
+tir::Expr reduce_identity(tir::ReduceOp op, tir::DataType t) {
+  using tir::ReduceOp;
+  bool lowest = op == ReduceOp::kMax || op == ReduceOp::kArgMax || op == ReduceOp::kArgMaxLast;
+  if (op == ReduceOp::kSum) return tir::make_const(t, 0);
+  if (op == ReduceOp::kProd) return tir::make_const(t, 1);
+  if (t.is_float()) {
+    double inf = std::numeric_limits<double>::infinity();
+    return tir::make_const(t, lowest ? -inf : inf);
+  }
+  int bits = static_cast<int>(vm::dtype_size(t.elem)) * 8;
+  if (t.is_unsigned_int()) {
+    // The all-ones pattern: int64 -1 is UINT64_MAX when read as the unsigned type.
+    int64_t max = bits == 64 ? -1 : static_cast<int64_t>((uint64_t{1} << bits) - 1);
+    return tir::make_const_int(t, lowest ? 0 : max);
+  }
+  int64_t max = bits == 64 ? std::numeric_limits<int64_t>::max()
+                           : static_cast<int64_t>((uint64_t{1} << (bits - 1)) - 1);
+  return tir::make_const_int(t, lowest ? -max - 1 : max);
+}
 
 tir::PrimFunc lower(const Schedule& schedule, const std::vector<TensorRef>& args,
                     const std::string& name) {

@@ -157,6 +157,8 @@ tir::Expr sum(tir::Expr source, std::vector<IterVar> axes);
 tir::Expr prod(tir::Expr source, std::vector<IterVar> axes);
 tir::Expr max_reduce(tir::Expr source, std::vector<IterVar> axes);
 tir::Expr min_reduce(tir::Expr source, std::vector<IterVar> axes);
+// The value reduction `op` starts from for type t (0 for sums, the lowest value for max...).
+tir::Expr reduce_identity(tir::ReduceOp op, tir::DataType t);
 // Index (int64, row-major over `axes`) of the first maximum / minimum of source.
 tir::Expr argmax(tir::Expr source, std::vector<IterVar> axes);
 tir::Expr argmin(tir::Expr source, std::vector<IterVar> axes);
