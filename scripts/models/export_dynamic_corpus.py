@@ -2,7 +2,7 @@
 """Exports the dynamic-shape corpus of the end-to-end tests (tests/e2e/models/dynamic/) from
 PyTorch (Debian's python3-torch 1.13) and writes PyTorch references for every case.
 
-Fifteen small models whose shapes vary at run time: symbolic dims from dynamic_axes, sizes
+Sixteen small models whose shapes vary at run time: symbolic dims from dynamic_axes, sizes
 computed from shapes (Shape -> arithmetic -> ConstantOfShape / Range / Pad / Reshape), and
 sizes computed from *values* (NonZero, TopK with a data-dependent k, a Slice bound read from
 an input, a decode loop that stops on a token). Models without data-dependent control flow
@@ -26,6 +26,8 @@ are traced; the two that need it (greedy_decode_early_exit, threshold_nonzero) a
                                 classes i64[n_classes], inverse i64[n]
   segment_crop             x f32[batch, 3, height, width] -> y f32[batch, 2, out_h, out_w]
   vit_patches              x f32[batch, 3, height, width] -> y f32[batch, 5]
+  conformer_topk           feats f32[batch, time, 16] -> y f32[batch, frames_out, 24],
+                             top f32[batch, 3], frames i64[batch, 3]
 
 Opset 17 for all (the newest torch 1.13 exports). The declared shapes of the graph outputs
 are rewritten to the dynamic_axes names (static sizes elsewhere), as export_loop_models.py
@@ -510,6 +512,38 @@ def vit_patches_cases():
             for k, (b, h, w) in enumerate([(1, 16, 24), (2, 32, 32), (1, 8, 8), (1, 40, 16)])]
 
 
+# ---------------------------------------------------------------- 16. conformer_topk
+
+class ConformerTopk(nn.Module):
+    """A Conformer-style front end: two stride-2 convs subsample the features (time and
+    frequency), their channels and frequencies flattened into one Linear, three blocks of
+    sequence-first nn.MultiheadAttention (whose Reshapes read the Shape of tensors whose time
+    dim is (t + 1) floordiv 4 - 1), then the 3 frames of largest norm (a constant-k TopK)."""
+    FEAT, CH, D = 16, 32, 24
+
+    def __init__(self):
+        super().__init__()
+        self.sub = nn.Sequential(nn.Conv2d(1, self.CH, 3, 2), nn.ReLU(),
+                                 nn.Conv2d(self.CH, self.CH, 3, 2), nn.ReLU())
+        self.lin = nn.Linear(self.CH * 3, self.D)
+        self.att = nn.ModuleList([nn.MultiheadAttention(self.D, 4) for _ in range(3)])
+        init_seeded(self, 16, scale=0.3)
+
+    def forward(self, feats):
+        x = self.sub(feats.unsqueeze(1))
+        b, c, t, f = x.shape
+        x = self.lin(x.permute(2, 0, 1, 3).reshape(t, b, c * f))  # [t', b, D]
+        for att in self.att:
+            x = x + att(x, x, x, need_weights=False)[0]
+        top, frames = x.norm(dim=-1).transpose(0, 1).topk(3, dim=1)
+        return x.transpose(0, 1), top, frames
+
+
+def conformer_topk_cases():
+    return [{"feats": torch.randn(b, t, ConformerTopk.FEAT, generator=gen(1600 + k))}
+            for k, (b, t) in enumerate([(1, 15), (2, 40), (1, 101)])]
+
+
 # ---------------------------------------------------------------- the corpus
 
 # name: (module factory, cases, input names, output names, dynamic_axes, export mode)
@@ -566,6 +600,10 @@ MODELS = {
     "vit_patches": (
         VitPatches, vit_patches_cases, ["x"], ["y"],
         {"x": {0: "batch", 2: "height", 3: "width"}, "y": {0: "batch"}}, "trace"),
+    "conformer_topk": (
+        ConformerTopk, conformer_topk_cases, ["feats"], ["y", "top", "frames"],
+        {"feats": {0: "batch", 1: "time"}, "y": {0: "batch", 1: "frames_out"},
+         "top": {0: "batch"}, "frames": {0: "batch"}}, "trace"),
 }
 
 
