@@ -9,8 +9,9 @@
 
 namespace dynvm::tune {
 
-ConfigScorer::ConfigScorer(const ops::OpInstance& op, std::vector<SizePoint> sizes)
-    : op_(op), space_(op.knobs), sizes_(std::move(sizes)) {}
+ConfigScorer::ConfigScorer(const ops::OpInstance& op, std::vector<SizePoint> sizes,
+                           FeatureTable* shared)
+    : op_(op), space_(op.knobs), sizes_(std::move(sizes)), features_(shared ? *shared : own_) {}
 
 const std::optional<std::vector<std::vector<float>>>& ConfigScorer::features(uint64_t index) {
   auto it = features_.find(index);

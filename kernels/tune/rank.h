@@ -27,10 +27,17 @@ struct SizePoint {
   double weight = 1;
 };
 
+// Features of configurations by index (nullopt: it does not lower), for one op at one set
+// of sizes.
+using FeatureTable = std::unordered_map<uint64_t, std::optional<std::vector<std::vector<float>>>>;
+
 // Features and model scores of the configurations of one op, computed once each.
 class ConfigScorer {
  public:
-  ConfigScorer(const ops::OpInstance& op, std::vector<SizePoint> sizes);
+  // `shared`: where features are kept, when they outlive this scorer (the replays of a
+  // search study score one workload at the same sizes many times); else its own.
+  ConfigScorer(const ops::OpInstance& op, std::vector<SizePoint> sizes,
+               FeatureTable* shared = nullptr);
 
   const KnobSpace& space() const { return space_; }
   const std::vector<SizePoint>& sizes() const { return sizes_; }
@@ -48,7 +55,8 @@ class ConfigScorer {
   const ops::OpInstance& op_;
   KnobSpace space_;
   std::vector<SizePoint> sizes_;
-  std::unordered_map<uint64_t, std::optional<std::vector<std::vector<float>>>> features_;
+  FeatureTable own_;
+  FeatureTable& features_;
   std::unordered_map<uint64_t, double> predicted_;
 };
 

@@ -27,7 +27,7 @@ namespace {
 
 // One replay of one search: the tuner as vmtune runs it, measuring from the table.
 TuneResult replay(const Workload& w, const KnobSpace& space, const std::vector<Measurement>& table,
-                  const StudyOptions& o, SearchKind kind, uint64_t seed) {
+                  const StudyOptions& o, SearchKind kind, uint64_t seed, FeatureTable& features) {
   TuneOptions t;
   t.trials = o.trials;
   t.batch = o.batch;
@@ -35,6 +35,7 @@ TuneResult replay(const Workload& w, const KnobSpace& space, const std::vector<M
   t.search = kind;
   t.seed = seed;
   t.prior = kind == SearchKind::kModel ? o.prior : nullptr;
+  t.features = &features;
   t.measurer = [&](const Workload&, const std::vector<ops::KnobValues>& candidates) {
     std::vector<Measurement> out;
     for (const ops::KnobValues& c : candidates) out.push_back(table.at(space.index_of(c)));
@@ -76,12 +77,13 @@ SearchStudy replay_searches(const Workload& w, const std::vector<Measurement>& t
   const Measurement& d = table.at(space.default_index());
   study.default_ns = d.ok() ? d.cost_ns : 0;
   const int budget = static_cast<int>(std::min<uint64_t>(space.size(), std::max(o.trials, 1)));
+  FeatureTable features;  // every replay lowers the same configurations at the same sizes
   for (int s = 0; s < o.seeds; ++s) {
     const uint64_t seed = static_cast<uint64_t>(s) + 1;
-    add_replay(study.model, replay(w, space, table, o, SearchKind::kModel, seed), study.best_ns,
-               o.target, budget);
-    add_replay(study.random, replay(w, space, table, o, SearchKind::kRandom, seed), study.best_ns,
-               o.target, budget);
+    add_replay(study.model, replay(w, space, table, o, SearchKind::kModel, seed, features),
+               study.best_ns, o.target, budget);
+    add_replay(study.random, replay(w, space, table, o, SearchKind::kRandom, seed, features),
+               study.best_ns, o.target, budget);
   }
   for (SearchCurve* c : {&study.model, &study.random}) {
     for (double& q : c->quality) q /= std::max(o.seeds, 1);

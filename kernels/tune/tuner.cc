@@ -112,8 +112,8 @@ namespace {
 // walk that finds more.
 class Search {
  public:
-  Search(const Workload& w, const ops::OpInstance& op, std::mt19937_64& rng)
-      : scorer_(op, size_points(w)), space_(scorer_.space()), rng_(rng) {}
+  Search(const Workload& w, const ops::OpInstance& op, std::mt19937_64& rng, FeatureTable* features)
+      : scorer_(op, size_points(w), features), space_(scorer_.space()), rng_(rng) {}
 
   const KnobSpace& space() const { return space_; }
   const std::optional<std::vector<std::vector<float>>>& features(uint64_t index) {
@@ -224,7 +224,7 @@ TuneResult Tuner::tune(const Workload& w,
   State& st = *state_;
   const TuneOptions& o = st.options;
   const ops::OpInstance op = w.build(w.arg_types);
-  Search search(w, op, st.rng);
+  Search search(w, op, st.rng, o.features);
   const KnobSpace& space = search.space();
   const uint64_t default_index = space.default_index();
   const int budget = static_cast<int>(std::min<uint64_t>(space.size(), std::max(o.trials, 1)));

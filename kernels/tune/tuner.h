@@ -16,6 +16,7 @@
 
 #include "kernels/tune/cost_model.h"
 #include "kernels/tune/measure.h"
+#include "kernels/tune/rank.h"
 #include "kernels/tune/records.h"
 
 namespace dynvm::tune {
@@ -36,6 +37,9 @@ struct TuneOptions {
   // Empty: measure.h's measure() with `measure`. A search study replays a table measured
   // once instead (search_study.h).
   Measurer measurer;
+  // Where the lowered configurations' features are kept across tune() calls of one workload
+  // at the same sizes (a search study's replays); null: per call.
+  FeatureTable* features = nullptr;
   std::string records_path;  // appended to; empty: records are kept in memory only
   // Ranks the first batch of each workload until this run's own measurements train a model
   // (the model that ships with dynvm, shipped_model.h); null or untrained: random.

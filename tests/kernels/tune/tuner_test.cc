@@ -11,6 +11,7 @@
 #include <random>
 #include <set>
 
+#include "kernels/ops/elementwise.h"
 #include "kernels/ops/matmul.h"
 #include "kernels/tune/knob_space.h"
 #include "kernels/tune/measure.h"
@@ -296,7 +297,16 @@ TEST(Tuner, RecordsAreWrittenAndAResumedRunMeasuresNothingTwice) {
 // see the table's costs, every replay starts at the default schedule, and a budget as large
 // as the space finds the best in every seed.
 TEST(SearchStudy, ReplaysBothSearchesAgainstTheTable) {
-  Workload w = small_matmul();
+  // An elementwise add: 8 configurations (vector width x parallel), a replay in seconds.
+  Workload w;
+  w.key = "test add";
+  w.name = "add";
+  const ops::TensorType t{vm::DType::kFloat32, {arith::make_int(8), arith::make_int(16)}};
+  w.arg_types = {t, t};
+  w.build = [](const std::vector<ops::TensorType>& in) {
+    return ops::binary(ops::BinaryOp::kAdd, in[0], in[1]);
+  };
+  w.sizes = {{{{8, 16}, {8, 16}, {8, 16}}, 1.0}};
   KnobSpace space(w.build(w.arg_types).knobs);
   ASSERT_GE(space.size(), 8u);
   std::vector<Measurement> table;
@@ -313,7 +323,7 @@ TEST(SearchStudy, ReplaysBothSearchesAgainstTheTable) {
   StudyOptions o;
   o.trials = static_cast<int>(space.size());
   o.seeds = 3;
-  o.batch = 4;
+  o.batch = 2;
   SearchStudy s = replay_searches(w, table, o);
   EXPECT_EQ(s.space, space.size());
   EXPECT_EQ(s.best_ns, 100.0);
