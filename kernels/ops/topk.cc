@@ -51,7 +51,8 @@ std::pair<std::vector<te::TensorRef>, std::vector<te::TensorRef>> selection_pass
       te::IterVar q = te::reduce_axis(n, "q");
       std::vector<arith::Expr> at(i.begin(), i.end());
       at[a] = q.var;
-      tir::Expr hit = tir::compare(tir::CompareOp::kEq, te::read(in, at), te::read(value[j], {i.begin(), i.end()}));
+      tir::Expr hit = tir::compare(tir::CompareOp::kEq, te::read(in, at),
+                                   te::read(value[j], {i.begin(), i.end()}));
       if (j > 0) hit = tir::logical_and(hit, after(at, q.var));
       return te::min_reduce(
           tir::select(hit, tir::index_value(q.var), te::reduce_identity(tir::ReduceOp::kMin, i64)),
@@ -123,18 +124,26 @@ OpInstance topk(const TensorType& x, int64_t axis, bool largest,
     return te::sum(tir::select(first, tir::make_const_int(i64, 1), tir::make_const_int(i64, 0)),
                    {q});
   });
-  auto gather = [&](const char* name, bool indices) {
+  // Output j's index: the element whose place is j.
+  auto gather = [&](const char* name) {
     return te::compute(name, out_shape, [&](const te::Indices& o) {
       te::IterVar e = te::reduce_axis(n, "e");
       std::vector<arith::Expr> at(o.begin(), o.end());
       at[a] = e.var;
       tir::Expr hit =
           tir::compare(tir::CompareOp::kEq, te::read(place, at), tir::index_value(o[a]));
-      tir::Expr v = indices ? tir::index_value(e.var) : te::read(in, at);
+      tir::Expr v = tir::index_value(e.var);
       return te::sum(tir::select(hit, v, tir::make_const(v.type(), 0)), {e});
     });
   };
-  te::TensorRef values = gather("V", false), positions = gather("I", true);
+  // The values are read at the indices found, not gathered a second time by place.
+  te::TensorRef positions = gather("I");
+  te::TensorRef values = te::compute("V", out_shape, [&](const te::Indices& o) {
+    arith::Var raw("at");
+    std::vector<arith::Expr> at(o.begin(), o.end());
+    at[a] = raw;
+    return tir::let_index(raw, te::read(positions, {o.begin(), o.end()}), te::read(in, at));
+  });
   OpInstance op;
   op.name = std::string(largest ? "topk_" : "bottomk_") + tir::to_string(tir::DataType{x.dtype, 1});
   op.inputs = {in};
