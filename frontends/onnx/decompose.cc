@@ -1,7 +1,9 @@
 // Outputs the importer builds from existing operators (see decompose.h).
 #include "frontends/onnx/decompose.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "vm/error.h"
@@ -60,6 +62,73 @@ Expr batch_norm_training(NodeForm form, const Emit& emit, const std::string& whe
                              make_call("Mul", {current, f32(1 - momentum)})});
   };
   return compiler::make_tuple({y, running(form.inputs[3], mean), running(form.inputs[4], var)});
+}
+
+Expr einsum_as_matmul(const NodeForm& form, const Emit& emit) {
+  if (form.inputs.size() != 2) return {};
+  auto eq = form.attrs.find("equation");
+  if (eq == form.attrs.end()) return {};
+  const auto* text = std::get_if<std::string>(&eq->second);
+  if (text == nullptr) return {};
+  std::string e;
+  for (char c : *text) {
+    if (c != ' ') e += c;
+  }
+  const size_t comma = e.find(','), arrow = e.find("->");
+  if (comma == std::string::npos || arrow == std::string::npos || arrow < comma) return {};
+  const std::string a = e.substr(0, comma), b = e.substr(comma + 1, arrow - comma - 1),
+                    out = e.substr(arrow + 2);
+  auto is_plain = [](const std::string& t) {
+    for (size_t i = 0; i < t.size(); ++i) {
+      const char c = t[i];
+      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) return false;  // "...", junk
+      if (t.find(c, i + 1) != std::string::npos) return false;                // a diagonal
+    }
+    return true;
+  };
+  if (!is_plain(a) || !is_plain(b) || !is_plain(out)) return {};
+  auto in = [](const std::string& t, char c) { return t.find(c) != std::string::npos; };
+  std::string batch, free_a, free_b, contracted;
+  for (char c : a) {
+    if (in(b, c)) {
+      (in(out, c) ? batch : contracted) += c;
+    } else if (in(out, c)) {
+      free_a += c;
+    } else {
+      return {};  // summed over one operand only
+    }
+  }
+  for (char c : b) {
+    if (in(a, c)) continue;
+    if (!in(out, c)) return {};
+    free_b += c;
+  }
+  for (char c : out) {
+    if (!in(a, c) && !in(b, c)) return {};
+  }
+  if (contracted.size() != 1 || free_b.size() > 1) return {};
+  // With batch letters MatMul's broadcast aligns them only as [batch, m, k] x [batch, k, n].
+  if (!batch.empty() && (free_a.size() != 1 || free_b.size() != 1)) return {};
+  // The operands in MatMul's order, and the product's letters.
+  auto permuted = [&](const Expr& x, const std::string& from, const std::string& to,
+                      const std::string& what) {
+    std::vector<int64_t> perm;
+    for (char c : to) perm.push_back(static_cast<int64_t>(from.find(c)));
+    bool identity = true;
+    for (size_t i = 0; i < perm.size(); ++i)
+      identity = identity && perm[i] == static_cast<int64_t>(i);
+    if (identity) return x;
+    return emit(what, make_call("Transpose", {x}, {{"perm", compiler::AttrValue{perm}}}));
+  };
+  Expr lhs = permuted(form.inputs[0], a, batch + free_a + contracted, "einsum_lhs");
+  Expr rhs = permuted(form.inputs[1], b, batch + contracted + free_b, "einsum_rhs");
+  const std::string product = batch + free_a + free_b;
+  Expr y = make_call("MatMul", {lhs, rhs});
+  if (product == out) return y;
+  y = emit("einsum_product", y);
+  std::vector<int64_t> perm;
+  for (char c : out) perm.push_back(static_cast<int64_t>(product.find(c)));
+  return make_call("Transpose", {y}, {{"perm", compiler::AttrValue{perm}}});
 }
 
 }  // namespace dynvm::frontends::onnx_import

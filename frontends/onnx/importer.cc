@@ -398,6 +398,8 @@ class GraphImporter {
       } else if (n.output_size() > 1 && (form.op == "Dropout" || form.op == "BatchNormalization")) {
         value = form.op == "Dropout" ? dropout_with_mask(form, emit)
                                      : batch_norm_training(form, emit, where);
+      } else if (form.op == "Einsum" && (value = einsum_as_matmul(form, emit)).defined()) {
+        // a matrix product: MatMul between Transposes
       } else {
         value = compiler::make_call(form.op, form.inputs, form.attrs);
       }

@@ -216,6 +216,51 @@ TEST(OnnxImport, OperatorsWithFunctionBodiesAreInlined) {
 }
 
 // --dim A=B: dim A of the model becomes dim B.
+// An Einsum that is one matrix product arrives as MatMul between Transposes (the MatMul
+// templates compute it); other equations stay Einsum. Values: the conformance suite's
+// einsum cases and the e2e models.
+TEST(OnnxImport, EinsumMatrixProductsBecomeMatMul) {
+  auto imported = [](const std::string& equation, std::vector<int64_t> a, std::vector<int64_t> b) {
+    return compiler::print_module(import_onnx_bytes(
+        one_node_model("Einsum",
+                       {{"a", onnx::TensorProto::FLOAT, a}, {"b", onnx::TensorProto::FLOAT, b}},
+                       {{"equation", equation}}),
+        "einsum.onnx"));
+  };
+  auto count = [](const std::string& text, const std::string& op) {
+    size_t n = 0;
+    for (size_t at = text.find(" " + op + "("); at != std::string::npos;
+         at = text.find(" " + op + "(", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  // Attention scores: k transposed to [b, h, d, k], no transpose after.
+  std::string t = imported("bhqd,bhkd->bhqk", {2, 3, 5, 8}, {2, 3, 7, 8});
+  EXPECT_EQ(count(t, "MatMul"), 1u) << t;
+  EXPECT_EQ(count(t, "Transpose"), 1u) << t;
+  EXPECT_NE(t.find("perm=[0, 1, 3, 2]"), std::string::npos) << t;
+  EXPECT_EQ(count(t, "Einsum"), 0u) << t;
+  // A linear layer over [b, t, c]: the product itself.
+  t = imported("btc,cd->btd", {2, 9, 4}, {4, 6});
+  EXPECT_EQ(count(t, "MatMul"), 1u) << t;
+  EXPECT_EQ(count(t, "Transpose"), 0u) << t;
+  // The output in another order: a Transpose after the product.
+  t = imported("ij,jk->ki", {3, 4}, {4, 5});
+  EXPECT_EQ(count(t, "MatMul"), 1u) << t;
+  EXPECT_NE(t.find("perm=[1, 0]"), std::string::npos) << t;
+  // Not one product: a letter summed in one operand, two contracted letters, a diagonal.
+  for (const auto& [eq, a, b] :
+       std::vector<std::tuple<std::string, std::vector<int64_t>, std::vector<int64_t>>>{
+           {"ij,kl->ik", {3, 4}, {5, 6}},
+           {"ijk,jk->i", {3, 4, 5}, {4, 5}},
+           {"ii,ij->j", {3, 3}, {3, 4}}}) {
+    t = imported(eq, a, b);
+    EXPECT_EQ(count(t, "Einsum"), 1u) << eq << "\n" << t;
+    EXPECT_EQ(count(t, "MatMul"), 0u) << eq << "\n" << t;
+  }
+}
+
 TEST(OnnxImport, DimAliasesMakeOneSymbol) {
   ImportOptions options;
   options.same_dims["n"] = "t";
