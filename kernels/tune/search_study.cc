@@ -1,24 +1,33 @@
 #include "kernels/tune/search_study.h"
 
 #include <algorithm>
+#include <numeric>
+#include <random>
 
 #include "kernels/tune/knob_space.h"
 #include "vm/error.h"
 
 namespace dynvm::tune {
 
-std::vector<Measurement> measure_space(const Workload& w, const MeasureOptions& options, int batch,
+std::vector<Measurement> measure_space(const Workload& w, const MeasureOptions& options,
+                                       int batch,
                                        const std::function<void(uint64_t done)>& progress) {
   const KnobSpace space(w.build(w.arg_types).knobs);
-  std::vector<Measurement> table;
-  table.reserve(space.size());
-  const uint64_t step = static_cast<uint64_t>(std::max(batch, 1));
-  for (uint64_t first = 0; first < space.size(); first += step) {
+  // In a shuffled order: a machine that gets busier halfway through then slows a random
+  // half of the space, not the configurations of the last indices (a knob's values).
+  std::vector<uint64_t> order(space.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(1);
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<Measurement> table(space.size());
+  const size_t step = static_cast<size_t>(std::max(batch, 1));
+  for (size_t first = 0; first < order.size(); first += step) {
+    const size_t last = std::min(order.size(), first + step);
     std::vector<ops::KnobValues> candidates;
-    for (uint64_t i = first; i < std::min(space.size(), first + step); ++i)
-      candidates.push_back(space.at(i));
-    for (Measurement& m : measure(w, candidates, options)) table.push_back(std::move(m));
-    if (progress) progress(table.size());
+    for (size_t k = first; k < last; ++k) candidates.push_back(space.at(order[k]));
+    std::vector<Measurement> ms = measure(w, candidates, options);
+    for (size_t k = first; k < last; ++k) table[order[k]] = std::move(ms[k - first]);
+    if (progress) progress(last);
   }
   return table;
 }

@@ -19,8 +19,9 @@
 
 namespace dynvm::tune {
 
-// Every configuration of `w`'s knob space, measured in batches of `batch` (index order;
-// progress after each batch with the number measured so far). One Measurement per index.
+// Every configuration of `w`'s knob space, measured in batches of `batch` in a seeded
+// shuffled order (progress after each batch with the number measured so far). One
+// Measurement per index.
 std::vector<Measurement> measure_space(const Workload& w, const MeasureOptions& options,
                                        int batch = 8,
                                        const std::function<void(uint64_t done)>& progress = {});
