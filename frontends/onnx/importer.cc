@@ -398,10 +398,10 @@ class GraphImporter {
       } else if (n.output_size() > 1 && (form.op == "Dropout" || form.op == "BatchNormalization")) {
         value = form.op == "Dropout" ? dropout_with_mask(form, emit)
                                      : batch_norm_training(form, emit, where);
-      } else if (form.op == "Einsum" && (value = einsum_as_matmul(form, emit)).defined()) {
-        // a matrix product: MatMul between Transposes
       } else {
-        value = compiler::make_call(form.op, form.inputs, form.attrs);
+        // An Einsum that is a matrix product: MatMul between Transposes.
+        if (form.op == "Einsum") value = einsum_as_matmul(form, emit);
+        if (!value.defined()) value = compiler::make_call(form.op, form.inputs, form.attrs);
       }
     }
     bind_outputs(n, value, b, where);

@@ -83,10 +83,16 @@ OpInstance topk(const TensorType& x, int64_t axis, bool largest,
         std::vector<arith::Expr> row(o.begin(), o.end());
         row[a] = arith::make_int(0);
         const std::vector<te::TensorRef>& from = indices ? index : value;
-        tir::Expr v = te::read(from.back(), row);
+        // A pass that found nothing (NaNs compare false, so a row with fewer numbers than k
+        // runs out) leaves its index at the reduction's identity: clamped into the row.
+        auto read = [&](size_t j) {
+          tir::Expr v = te::read(from[j], row);
+          return indices ? tir::min(v, tir::index_value(n - 1)) : v;
+        };
+        tir::Expr v = read(from.size() - 1);
         for (int64_t j = k.int_value() - 1; j-- > 0;) {
           v = tir::select(tir::index_value(arith::eq(o[a], j), tir::boolean()),
-                          te::read(from[static_cast<size_t>(j)], row), v);
+                          read(static_cast<size_t>(j)), v);
         }
         return v;
       });

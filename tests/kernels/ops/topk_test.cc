@@ -113,6 +113,25 @@ TEST_F(TopK, SelectionPassesAndCountedPlacesMatchAStableSort) {
   }
 }
 
+// NaNs compare false, so a selection pass may find nothing (ONNX leaves their order
+// undefined; so did the counted places): its index stays in the row, never past it.
+TEST_F(TopK, SelectionPassesKeepIndicesInTheRowWhenNaNsRunThemOut) {
+  vm::Tensor x = vm::Tensor::empty({2, 6}, kF32);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> v = {nan, 3, nan, nan, 1, nan, 2, 2, 2, 2, 2, 2};
+  std::copy(v.begin(), v.end(), x.data_as<float>());
+  vm::Tensor values = poisoned({2, 5}, kF32), indices = poisoned({2, 5}, kI64);
+  OpResult r = TopK::lib_->run(symbol("passes", 1, true), {x, values, indices}, true);
+  ASSERT_TRUE(r.ok()) << r.error;
+  for (int64_t i = 0; i < 10; ++i) {
+    EXPECT_GE(indices.data_as<int64_t>()[i], 0) << i;
+    EXPECT_LT(indices.data_as<int64_t>()[i], 6) << i;
+  }
+  // Where the order is defined (no NaN), it is the order.
+  EXPECT_EQ(std::vector<int64_t>(indices.data_as<int64_t>() + 5, indices.data_as<int64_t>() + 10),
+            (std::vector<int64_t>{0, 1, 2, 3, 4}));
+}
+
 TEST_F(TopK, IntegersAndASinglePass) {
   std::mt19937 rng(8);
   for (const vm::Shape& s : std::vector<vm::Shape>{{3, 32}, {4, 250}}) {
