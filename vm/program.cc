@@ -1,7 +1,6 @@
 #include "vm/program.h"
 
 #include <algorithm>
-#include <map>
 
 #include "vm/cpu_features.h"
 #include "vm/error.h"
@@ -64,24 +63,35 @@ void Program::check_inputs(std::span<const Value> inputs) const {
     user_error("the model takes ", specs.size(), " input", specs.size() == 1 ? "" : "s", " (",
                names, ") but ", inputs.size(), " ", inputs.size() == 1 ? "was" : "were", " given");
   }
-  struct Binding {
-    int64_t value;
-    std::string where;
+  // Which value is checked: an input, or one element of a sequence input. Named only for an
+  // error (this runs on every call: a string per input cost a served 2-us model a third).
+  struct Where {
+    size_t input = 0;
+    int64_t element = -1;
   };
-  std::map<std::string, Binding> symbols;
-  // One tensor against the spec's dims; `what` names it. Symbols are bound across inputs,
-  // except in a sequence, whose elements may differ in shape.
-  auto check_tensor = [&](const TensorSpec& spec, const Value& v, const std::string& what,
-                          bool bind) {
+  auto name = [&](const Where& w) {
+    std::string s = str_cat("input '", specs[w.input].name, "'");
+    return w.element < 0 ? s : str_cat(s, " element ", w.element);
+  };
+  struct Binding {
+    const std::string* symbol;
+    int64_t value;
+    Where where;
+    size_t dim;
+  };
+  std::vector<Binding> symbols;  // a handful: searched in order
+  // One tensor against the spec's dims. Symbols are bound across inputs, except in a
+  // sequence, whose elements may differ in shape.
+  auto check_tensor = [&](const TensorSpec& spec, const Value& v, const Where& w, bool bind) {
     const Tensor* t = v.if_tensor();
-    if (t == nullptr) user_error(what, " must be a tensor, got ", v.summary());
+    if (t == nullptr) user_error(name(w), " must be a tensor, got ", v.summary());
     if (t->dtype() != spec.dtype) {
-      user_error(what, " must be ", dtype_name(spec.dtype), ", got ", dtype_name(t->dtype()));
+      user_error(name(w), " must be ", dtype_name(spec.dtype), ", got ", dtype_name(t->dtype()));
     }
-    if (t->device().type != DeviceType::kCPU) user_error(what, " must be a host tensor");
+    if (t->device().type != DeviceType::kCPU) user_error(name(w), " must be a host tensor");
     if (spec.any_rank) return;
     if (t->ndim() != static_cast<int64_t>(spec.dims.size())) {
-      user_error(what, " must have rank ", spec.dims.size(), " (", tensor_spec_str(spec),
+      user_error(name(w), " must have rank ", spec.dims.size(), " (", tensor_spec_str(spec),
                  "), got rank ", t->ndim(), " ", shape_str(t->shape()));
     }
     for (size_t d = 0; d < spec.dims.size(); ++d) {
@@ -89,56 +99,60 @@ void Program::check_inputs(std::span<const Value> inputs) const {
       int64_t v = t->dim(static_cast<int64_t>(d));
       if (!ds.is_symbolic()) {
         if (v != ds.value) {
-          user_error(what, " dim ", d, " must be ", ds.value, ", got ", v, " (shape ",
+          user_error(name(w), " dim ", d, " must be ", ds.value, ", got ", v, " (shape ",
                      shape_str(t->shape()), ")");
         }
         continue;
       }
       if (v < ds.min || v > ds.max) {
         user_error(
-            what, " dim ", d, " (", ds.symbol, ") = ", v, " is outside the declared range ", ds.min,
-            "..",
+            name(w), " dim ", d, " (", ds.symbol, ") = ", v, " is outside the declared range ",
+            ds.min, "..",
             ds.max == std::numeric_limits<int64_t>::max() ? std::string() : std::to_string(ds.max));
       }
       if (!bind) continue;
-      std::string where = str_cat(what, " dim ", d);
-      auto [it, inserted] = symbols.emplace(ds.symbol, Binding{v, where});
-      if (!inserted && it->second.value != v) {
-        user_error("dim '", ds.symbol, "' is ", it->second.value, " in ", it->second.where, " but ",
-                   v, " in ", where);
+      auto it = std::find_if(symbols.begin(), symbols.end(),
+                             [&](const Binding& b) { return *b.symbol == ds.symbol; });
+      if (it == symbols.end()) {
+        symbols.push_back(Binding{&ds.symbol, v, w, d});
+      } else if (it->value != v) {
+        user_error("dim '", ds.symbol, "' is ", it->value, " in ", name(it->where), " dim ",
+                   it->dim, " but ", v, " in ", name(w), " dim ", d);
       }
     }
   };
-  auto tuple_of = [](const TensorSpec& spec, const Value& v, const std::string& what) {
+  auto tuple_of = [&](const TensorSpec& spec, const Value& v, const Where& w) {
     if (v.kind() != ValueKind::kTuple) {
-      user_error(what, " must be ", value_form_name(spec.form), " (a tuple), got ", v.summary());
+      user_error(name(w), " must be ", value_form_name(spec.form), " (a tuple), got ",
+                 v.summary());
     }
     return &v.as_tuple();
   };
-  auto check_sequence = [&](const TensorSpec& spec, const Value& v, const std::string& what) {
-    const Tuple* elements = tuple_of(spec, v, what);
-    for (size_t k = 0; k < elements->size(); ++k)
-      check_tensor(spec, (*elements)[k], str_cat(what, " element ", k), false);
+  auto check_sequence = [&](const TensorSpec& spec, const Value& v, const Where& w) {
+    const Tuple* elements = tuple_of(spec, v, w);
+    for (size_t k = 0; k < elements->size(); ++k) {
+      check_tensor(spec, (*elements)[k], Where{w.input, static_cast<int64_t>(k)}, false);
+    }
   };
   for (size_t i = 0; i < specs.size(); ++i) {
     const TensorSpec& spec = specs[i];
-    const std::string what = str_cat("input '", spec.name, "'");
+    const Where w{i};
     switch (spec.form) {
       case ValueForm::kTensor:
-        check_tensor(spec, inputs[i], what, true);
+        check_tensor(spec, inputs[i], w, true);
         break;
       case ValueForm::kSequence:
-        check_sequence(spec, inputs[i], what);
+        check_sequence(spec, inputs[i], w);
         break;
       case ValueForm::kOptional:
       case ValueForm::kOptionalSequence: {
-        const Tuple* held = tuple_of(spec, inputs[i], what);
-        if (held->size() > 1) user_error(what, " is an optional: a tuple of 0 or 1 value");
+        const Tuple* held = tuple_of(spec, inputs[i], w);
+        if (held->size() > 1) user_error(name(w), " is an optional: a tuple of 0 or 1 value");
         if (held->empty()) break;
         if (spec.form == ValueForm::kOptional) {
-          check_tensor(spec, (*held)[0], what, true);
+          check_tensor(spec, (*held)[0], w, true);
         } else {
-          check_sequence(spec, (*held)[0], what);
+          check_sequence(spec, (*held)[0], w);
         }
         break;
       }

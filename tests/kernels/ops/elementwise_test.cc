@@ -289,6 +289,18 @@ class BinaryOps : public ::testing::Test {
     ops.push_back({"add_rows", binary(BinaryOp::kAdd, {kF32, dims({5, 4})}, {kF32, dims({4})})});
     ops.push_back({"mul_scalar", binary(BinaryOp::kMul, {kF32, {}}, {kF32, dims({7})})});
     ops.push_back({"sub_outer_sym", binary(BinaryOp::kSub, {kF32, {m, 1}}, {kF32, {1, n}})});
+    // NCHW maps with a per-channel operand (one flat loop over h*w) and with one that
+    // broadcasts over rows (the rows stay), serial and parallel.
+    arith::Var h("h"), w("w");
+    for (int64_t parallel : {0, 1}) {
+      const std::string tag = std::to_string(parallel);
+      ops.push_back({"mul_channel_p" + tag,
+                     binary(BinaryOp::kMul, {kF32, {m, 8, h, w}}, {kF32, dims({1, 8, 1, 1})}),
+                     {{"parallel", parallel}}});
+      ops.push_back({"add_row_p" + tag,
+                     binary(BinaryOp::kAdd, {kF32, {m, 8, h, w}}, {kF32, {1, 1, 1, w}}),
+                     {{"parallel", parallel}}});
+    }
     lib_ = new OpLibrary(OpLibrary::build(ops));
   }
   static void TearDownTestSuite() { delete lib_; }
@@ -358,6 +370,51 @@ TEST_F(BinaryOps, RowScalarAndOuterBroadcasting) {
   for (auto [m, n] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {3, 4}, {17, 129}}) {
     check_binary(*lib_, sub, "sub_outer_sym", {m, 1}, {1, n}, {m, n}, kF32, rng);
   }
+}
+
+TEST_F(BinaryOps, ChannelBroadcastsOverSymbolicImagesAtEverySize) {
+  std::mt19937 rng(11);
+  BinaryCase add{BinaryOp::kAdd, [](double a, double b) { return a + b; }};
+  BinaryCase mul{BinaryOp::kMul, [](double a, double b) { return a * b; }};
+  for (const std::string tag : {"0", "1"}) {
+    for (const vm::Shape& x : std::vector<vm::Shape>{
+             {1, 8, 1, 1}, {1, 8, 7, 7}, {2, 8, 3, 17}, {1, 8, 16, 16}, {3, 8, 5, 33}}) {
+      check_binary(*lib_, mul, "mul_channel_p" + tag, x, {1, 8, 1, 1}, x, kF32, rng);
+      check_binary(*lib_, add, "add_row_p" + tag, x, {1, 1, 1, x[3]}, x, kF32, rng);
+    }
+  }
+}
+
+// The loops the injective template makes: the image of a per-channel product is one loop
+// of h*w in vectors (no tail per row), the rows of a row broadcast stay rows.
+TEST(InjectiveSchedule, TrailingAxesEveryReadWalksContiguouslyRunAsOneLoop) {
+  arith::Var m("m"), h("h"), w("w");
+  auto leaves = [](const OpInstance& op) {
+    te::Schedule s = op.schedule({});
+    std::vector<std::string> extents;
+    for (const te::IterVarRef& axis : s[op.outputs[0]].leaf_axes()) {
+      extents.push_back(arith::to_string(axis->extent));
+    }
+    return extents;
+  };
+  const OpInstance channel =
+      binary(BinaryOp::kMul, {kF32, {m, 8, h, w}}, {kF32, dims({1, 8, 1, 1})});
+  const OpInstance row = binary(BinaryOp::kAdd, {kF32, {m, 8, h, w}}, {kF32, {1, 1, 1, w}});
+  const std::vector<std::string> flat = leaves(channel), rows = leaves(row);
+  ASSERT_EQ(flat.size(), 3u) << ::testing::PrintToString(flat);
+  EXPECT_EQ(flat[0].find('h'), std::string::npos) << flat[0];  // the batch and the channels
+  EXPECT_NE(flat[1].find('h'), std::string::npos) << flat[1];  // (h*w + 15) / 16
+  EXPECT_NE(flat[1].find('w'), std::string::npos) << flat[1];
+  EXPECT_EQ(flat[2], "16");
+  ASSERT_EQ(rows.size(), 4u) << ::testing::PrintToString(rows);
+  EXPECT_EQ(rows[1], "h");
+  // Three channels of one image: the threads need the rows, so they stay.
+  const OpInstance three =
+      binary(BinaryOp::kMul, {kF32, {1, 3, h, w}}, {kF32, dims({1, 3, 1, 1})});
+  const std::vector<std::string> image = leaves(three);
+  ASSERT_EQ(image.size(), 3u) << ::testing::PrintToString(image);
+  EXPECT_NE(image[0].find('h'), std::string::npos) << image[0];
+  EXPECT_EQ(image[1].find('h'), std::string::npos) << image[1];
 }
 
 TEST_F(BinaryOps, KnobsChangeTheScheduleNotTheValues) {
