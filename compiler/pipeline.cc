@@ -136,10 +136,11 @@ constexpr Step kSteps[] = {
        MemoryPlanStats s;
        plan_memory(entry_code(c), c.lowered.exe.inputs, &s);
        return StepReport{
-           s.reused > 0 || s.in_arenas > 0 || s.removed > 0,
+           s.reused > 0 || s.in_arenas > 0 || s.in_symbolic_arenas > 0 || s.removed > 0,
            str_cat(s.storages, " allocations, ", s.reused, " reuse a dead storage, ", s.in_arenas,
                    " in ", s.arenas, " arenas (", s.arena_bytes, " bytes for ", s.static_bytes,
-                   "), ", s.removed, " size instructions removed")};
+                   "), ", s.in_symbolic_arenas, " in ", s.symbolic_arenas,
+                   " arenas of symbolic size, ", s.removed, " size instructions removed")};
      }},
     {"insert_frees", Form::kBytecode,
      [](Compilation& c, const CompileOptions&) {

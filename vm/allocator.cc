@@ -32,14 +32,21 @@ Block PooledAllocator::alloc(size_t bytes) {
   size_t capacity = size_class(bytes);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    std::vector<Cached>& same_class = free_[class_index(capacity)];
-    if (!same_class.empty()) {
-      void* ptr = same_class.back().ptr;
-      same_class.pop_back();
-      stats_.cached_bytes -= capacity;
-      stats_.live_bytes += capacity;
+    // Its own class, else the smallest of the next classes, up to twice the size, that
+    // holds a block: tensors whose sizes only the run knows (data-dependent, or returned)
+    // come in ever different sizes, which exact classes kept apart.
+    const size_t own = class_index(capacity);
+    std::vector<Cached>* from = nullptr;
+    for (size_t c = own; from == nullptr && c <= own + kLargerClasses && c < kNumClasses; ++c) {
+      if (!free_[c].empty()) from = &free_[c];
+    }
+    if (from != nullptr) {
+      const Cached block = from->back();
+      from->pop_back();
+      stats_.cached_bytes -= block.capacity;
+      stats_.live_bytes += block.capacity;
       ++stats_.reuses;
-      return Block{ptr, capacity};
+      return Block{block.ptr, block.capacity};
     }
   }
   void* ptr = nullptr;

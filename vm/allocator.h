@@ -72,6 +72,9 @@ class PooledAllocator final : public Allocator {
   };
   // Four classes per power of two from 64 bytes: 4 * 58 cover every size_t.
   static constexpr size_t kNumClasses = 4 * 58;
+  // A request its class cannot serve takes a cached block of up to this many classes
+  // above (four: twice its size).
+  static constexpr size_t kLargerClasses = 4;
   static size_t class_index(size_t capacity);
   void evict_to(size_t limit);  // mu_ held; least recently freed first
 

@@ -6,6 +6,11 @@
 //      constant and whose tensors all die in the block are packed into ONE allocation:
 //      each gets an offset, and storages whose lifetimes overlap never share bytes
 //      (greedy by size, best-fitting gap first). One `alloc_storage` replaces many.
+//   1b. Arenas for symbolic sizes. The storages of a block whose sizes are expressions of
+//      the input dims (not constants) and whose tensors all die in the block share one
+//      allocation too: laid out by 1.'s packer at typical dims, kept as an order (each
+//      above those it overlaps in time and lay below it), with the arena's size and every
+//      offset computed from the input dims where the first storage is allocated.
 //   2. Reuse for symbolic sizes. In each basic block, in order, an allocation takes over
 //      a storage allocated earlier in the block whose tensors are all dead by then and
 //      whose size is provably at least as large for every value of the input dims in
@@ -35,6 +40,8 @@ struct MemoryPlanStats {
   size_t in_arenas = 0;      // storages placed in an arena
   int64_t static_bytes = 0;  // their sizes added up
   int64_t arena_bytes = 0;   // the arenas' sizes added up (<= static_bytes)
+  size_t symbolic_arenas = 0;     // arenas of symbolic size created (1b.)
+  size_t in_symbolic_arenas = 0;  // storages placed in them
   size_t removed = 0;        // dead integer instructions removed (3.)
 };
 

@@ -40,8 +40,11 @@ bool foldable_type(const Type& t) {
 // lets), returning every folded value as a flat tuple of tensors.
 class FoldPlanner : public ExprVisitor {
  public:
-  bool empty() const { return lets_.empty(); }
-  size_t size() const { return folded_.size(); }
+  explicit FoldPlanner(const TypedModule& typed) : facts_(typed.facts), checks_(typed.checks) {}
+  // Nothing to fold at all; no call to compute (the known values need no compile).
+  bool empty() const { return lets_.empty() && known_.empty(); }
+  bool nothing_to_run() const { return lets_.empty(); }
+  size_t size() const { return folded_.size() + known_.size(); }
 
   Module fold_module() const {
     auto f = std::make_shared<Function>();
@@ -67,7 +70,7 @@ class FoldPlanner : public ExprVisitor {
 
   // The call nodes folded, each with its values (results in fold_module's order).
   std::unordered_map<const ExprNode*, Expr> constants(const std::vector<vm::Value>& results) const {
-    std::unordered_map<const ExprNode*, Expr> out;
+    std::unordered_map<const ExprNode*, Expr> out = known_;
     size_t next = 0;
     auto take = [&] {
       DYNVM_INTERNAL_CHECK(next < results.size(), "fold_constants: too few results");
@@ -96,7 +99,50 @@ class FoldPlanner : public ExprVisitor {
   void visit_binding(const Expr& var, const Expr& value) override {
     visit(value);
     Expr v = resolve(value);
+    if (!v.defined() && value.kind() == ExprKind::kCall) v = known_value(var, value);
     if (v.defined()) known_vars_[var->var_id] = v;
+  }
+
+  // A call whose operands are not constants but whose value inference knows as numbers: a
+  // dim of a Shape that is static (`B, T, D = x.shape` with D = 96 in a model over a
+  // symbolic T), arithmetic on such dims. Its constant, needing no kernel; else undefined.
+  // Not for calls that check something at run time (dynvm.CheckIndices passes its indices
+  // through; a binding with checks of its own): the check must stay.
+  Expr known_value(const Expr& var, const Expr& call) {
+    if (call->name.rfind("dynvm.", 0) == 0 || checks_.count(var->var_id) != 0) return Expr();
+    auto it = facts_.find(var->var_id);
+    if (it == facts_.end() || !it->second.value.has_value()) return Expr();
+    const Type& t = call.type();
+    if (!t.defined() || !t.is_tensor()) return Expr();
+    vm::Shape shape;
+    for (const Dim& d : t->dims) {
+      if (!d.is_const()) return Expr();
+      shape.push_back(d.value());
+    }
+    const std::vector<Dim>& elements = *it->second.value;
+    std::vector<int64_t> values;
+    for (const Dim& d : elements) {
+      if (!d.is_const()) return Expr();
+      values.push_back(d.value());
+    }
+    int64_t numel = 1;
+    for (int64_t d : shape) numel *= d;
+    if (numel != static_cast<int64_t>(values.size())) return Expr();
+    vm::Tensor constant;
+    if (t->dtype == vm::DType::kInt64) {
+      constant = vm::Tensor::from_vector(values, shape, t->dtype);
+    } else if (t->dtype == vm::DType::kInt32) {
+      constant = vm::Tensor::from_vector(std::vector<int32_t>(values.begin(), values.end()), shape,
+                                         t->dtype);
+    } else if (t->dtype == vm::DType::kBool) {
+      constant = vm::Tensor::from_vector(std::vector<uint8_t>(values.begin(), values.end()), shape,
+                                         t->dtype);
+    } else {
+      return Expr();
+    }
+    Expr c = make_constant(constant);
+    known_[call.get()] = c;
+    return c;
   }
 
   void visit_call(const Expr& e) override {
@@ -158,6 +204,9 @@ class FoldPlanner : public ExprVisitor {
     }
   }
 
+  const std::unordered_map<uint64_t, ValueFacts>& facts_;
+  const std::unordered_map<uint64_t, std::vector<RunCheck>>& checks_;
+  std::unordered_map<const ExprNode*, Expr> known_;  // calls whose values inference knows
   std::vector<std::pair<Expr, Expr>> lets_;
   std::vector<Folded> folded_;
   std::unordered_map<uint64_t, Expr> known_vars_;
@@ -185,26 +234,28 @@ class Substituter : public ExprMutator {
 PassResult fold_constants(const TypedModule& typed, FoldStats* stats) {
   FoldStats local;
   FoldStats& s = stats != nullptr ? *stats : local;
-  FoldPlanner planner;
+  FoldPlanner planner(typed);
   planner.visit_module(typed.module);
   if (planner.empty()) return unchanged(typed, "nothing to fold");  // no compile
 
   std::vector<vm::Value> results;
-  try {
-    // Static shapes only, so no residue variants: one kernel per op, one LLVM compile.
-    LowerOptions options;
-    options.residue_variants = false;
-    options.rank_schedules = false;  // each kernel runs once
-    options.producer = "dynvm fold_constants";
-    vm::Executable exe = lower_module(infer_types_with_facts(planner.fold_module()), options);
-    vm::VirtualMachine machine(vm::Program::load(std::move(exe)));
-    results = machine.run({});
-  } catch (const UserError& error) {
-    // A binding that refuses a dtype, a kernel that fails on a value: those calls are left
-    // for lowering, which reports them where they are. A dynvm bug (InternalError) is not
-    // caught: it must not pass for a model that cannot be folded.
-    s.error = error.what();
-    return unchanged(typed, "nothing folded: " + s.error);
+  if (!planner.nothing_to_run()) {
+    try {
+      // Static shapes only, so no residue variants: one kernel per op, one LLVM compile.
+      LowerOptions options;
+      options.residue_variants = false;
+      options.rank_schedules = false;  // each kernel runs once
+      options.producer = "dynvm fold_constants";
+      vm::Executable exe = lower_module(infer_types_with_facts(planner.fold_module()), options);
+      vm::VirtualMachine machine(vm::Program::load(std::move(exe)));
+      results = machine.run({});
+    } catch (const UserError& error) {
+      // A binding that refuses a dtype, a kernel that fails on a value: those calls are left
+      // for lowering, which reports them where they are. A dynvm bug (InternalError) is not
+      // caught: it must not pass for a model that cannot be folded.
+      s.error = error.what();
+      return unchanged(typed, "nothing folded: " + s.error);
+    }
   }
   Substituter substitute(planner.constants(results));
   Module folded = substitute.mutate_module(typed.module);

@@ -7,6 +7,12 @@
 // which is typed, lowered (pipeline.h's lower_module: one kernel library, one LLVM compile)
 // and run on the VM like any model; the results replace the calls.
 //
+// Calls whose operands are not all constants but whose value inference knows as numbers
+// (ValueFacts::value with every element a constant: a static dim read off the Shape of a
+// tensor with symbolic dims, `D // heads` of it) become that Constant with nothing run, so
+// an attention scale of sqrt(D / heads) is a constant to fuse_attention; not when the call
+// is a `dynvm.*` op or carries run-time checks of its own.
+//
 // Not folded: `dynvm.*` ops, calls without operands or without a kernel binding, calls
 // whose output type is not fully static or has more than kMaxFoldedElements elements.
 // If and Loop are never folded themselves (calls inside them are). When the batch cannot

@@ -172,7 +172,7 @@ OpInstance matmul_with(const TensorType& a, const TensorType& b, const FusedEpil
   auto C = te::compute("C", {m, n}, [&](const Indices& i) {
     return te::sum(te::read(A, {i[0], r.var}) * te::read(B, {r.var, i[1]}), {r});
   });
-  return reduction_output("matmul_" + dtype_suffix(a.dtype), {A, B}, C, 0, m, epilogue);
+  return reduction_output("matmul_" + dtype_suffix(a.dtype), {A, B}, C, 0, m, epilogue, kPackedPanel);
 }
 
 OpInstance batch_matmul_with(const TensorType& a, const TensorType& b,
@@ -207,7 +207,7 @@ OpInstance batch_matmul_with(const TensorType& a, const TensorType& b,
     ib.push_back(i[nb + 1]);
     return te::sum(te::read(A, ia) * te::read(B, ib), {r});
   });
-  return reduction_output("batch_matmul_" + dtype_suffix(a.dtype), {A, B}, C, nb, m, epilogue);
+  return reduction_output("batch_matmul_" + dtype_suffix(a.dtype), {A, B}, C, nb, m, epilogue, kPackedPanel);
 }
 
 OpInstance matmul_packed_b_with(const TensorType& a, const TensorType& bp, int64_t n,
@@ -338,7 +338,7 @@ OpInstance gemm_with(const TensorType& a, const TensorType& b, const std::option
     name += epilogue->name;
     inputs.insert(inputs.end(), epilogue->inputs.begin(), epilogue->inputs.end());
   }
-  return make_instance(name, inputs, Y, P, 0, m);
+  return make_instance(name, inputs, Y, P, 0, m, kPackedPanel);
 }
 
 }  // namespace

@@ -101,6 +101,34 @@ TEST(FoldConstants, CallsWithARunTimeOperandAreLeftAlone) {
   EXPECT_EQ(floats(mul->operands[1]), (std::vector<float>{1.5f, 2.5f}));
 }
 
+// `B, T, D = x.shape` over a symbolic T: D and what is computed from it are numbers
+// inference knows; they become constants without a kernel, so that (say) an attention
+// scale of sqrt(D / heads) reaches the passes that look for constants. T stays a Shape read.
+TEST(FoldConstants, StaticDimsOfAShapeWithSymbolicOnesBecomeConstants) {
+  FoldStats stats;
+  TypedModule t = folded(R"(fn @main(%x: f32[2, t, 96]) {
+  %s = Shape(%x)
+  %d = Gather(%s, const(i64[], [2])) {axis=0}
+  %h = Div(%d, const(i64[], [4]))
+  %l = Gather(%s, const(i64[], [1])) {axis=0}
+  %f = Cast(%h) {to=1}
+  %y = Div(%x, %f)
+  return (%y, %l)
+})",
+                         &stats);
+  EXPECT_EQ(stats.error, "");
+  for (const char* name : {"d", "h"}) {
+    const Expr e = bound(t.module, name);
+    ASSERT_EQ(e.kind(), ExprKind::kConstant) << name << ": " << print_expr(e);
+    EXPECT_EQ(e->value.dtype(), vm::DType::kInt64);
+    EXPECT_EQ(e->value.data_as<int64_t>()[0], std::string(name) == "d" ? 96 : 24) << name;
+  }
+  // The cast of a known value folds through the VM as before: 24.0.
+  EXPECT_EQ(floats(bound(t.module, "f")), (std::vector<float>{24.0f}));
+  EXPECT_EQ(bound(t.module, "l")->name, "Gather");
+  EXPECT_EQ(bound(t.module, "s")->name, "Shape");
+}
+
 TEST(FoldConstants, FoldsInsideLoopBodiesAndIfBranches) {
   FoldStats stats;
   TypedModule t = folded(R"(fn @main(%h0: f32[1, 2], %c: bool[]) {

@@ -103,7 +103,7 @@ double chain(double x) { return std::abs(std::tanh(1.0 / (1.0 + std::exp(std::ex
 TEST(PlanMemory, AChainOfKernelsSharesTwoStorages) {
   Planned planned = lower_text(kChain, true);
   EXPECT_EQ(planned.stats.storages, 5u);
-  EXPECT_EQ(planned.stats.reused, 3u);
+  EXPECT_EQ(planned.stats.in_symbolic_arenas, 4u);  // %a..%d; %e is the result
   EXPECT_EQ(count(planned.exe.functions[0], vm::Opcode::AllocStorage), 2u);
   EXPECT_EQ(count(lower_text(kChain, false).exe.functions[0], vm::Opcode::AllocStorage), 5u);
 
@@ -119,13 +119,16 @@ TEST(PlanMemory, AChainOfKernelsSharesTwoStorages) {
   }
 }
 
-TEST(PlanMemory, ASmallerValueTakesALargerDeadStorageNeverTheReverse) {
+TEST(PlanMemory, SymbolicSizesThatDieShareOneArena) {
   Planned planned = lower_text(kShrinkThenGrow, true);
-  // %s [n,1] is allocated while ReduceMax still reads %a [n,16]: fresh. %t [n,1] takes
-  // %a's dead 64n bytes (provably >= 4n); %u takes %s's 4n bytes (equal); %g [n,16]
-  // takes the 64n bytes %t held, dead by then (never %s's 4n bytes, held by %u anyway).
+  // %a [n,16], %s, %t and %u [n,1] die in the block: one arena of symbolic size holds
+  // them (64n for %a, then %s above it while ReduceMax reads %a, %t where %a was, %u
+  // above %t...); %g, the result, has its own storage.
   EXPECT_EQ(planned.stats.storages, 5u);
-  EXPECT_EQ(planned.stats.reused, 3u) << vm::disassemble(planned.exe);
+  EXPECT_EQ(planned.stats.symbolic_arenas, 1u);
+  EXPECT_EQ(planned.stats.in_symbolic_arenas, 4u) << vm::disassemble(planned.exe);
+  EXPECT_EQ(planned.stats.reused, 0u);
+  EXPECT_EQ(count(planned.exe.functions[0], vm::Opcode::AllocStorage), 2u);
 
   vm::VirtualMachine machine(vm::Program::load(std::move(planned.exe)));
   for (int64_t n : {1, 5, 64}) {
@@ -142,6 +145,33 @@ TEST(PlanMemory, ASmallerValueTakesALargerDeadStorageNeverTheReverse) {
         EXPECT_NEAR(g.data_as<float>()[i * 16 + j], xv[i * 16 + j] + u, 1e-5);
       }
     }
+  }
+}
+
+// A value that dies alone (%b is a result too) is no arena; %e, allocated after %a died,
+// takes its storage (provably as large: [n, 16] both).
+constexpr const char* kOneDeadValue = R"(dim n: 1..1024
+fn @main(%x: f32[n, 16]) {
+  %a = Exp(%x)
+  %b = Neg(%a)
+  %e = Abs(%b)
+  return (%e, %b)
+}
+)";
+
+TEST(PlanMemory, AResultTakesTheStorageOfADeadValueOfTheSameSize) {
+  Planned planned = lower_text(kOneDeadValue, true);
+  EXPECT_EQ(planned.stats.storages, 3u);
+  EXPECT_EQ(planned.stats.in_symbolic_arenas, 0u);
+  EXPECT_EQ(planned.stats.reused, 1u) << vm::disassemble(planned.exe);
+  vm::VirtualMachine machine(vm::Program::load(std::move(planned.exe)));
+  vm::Tensor x = ramp({3, 16});
+  std::vector<vm::Value> in{x};
+  const std::vector<vm::Value> out = machine.run(in);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const double b = -std::exp(double{x.data_as<float>()[i]});
+    EXPECT_NEAR(out.at(0).as_tensor().data_as<float>()[i], std::abs(b), 1e-5);
+    EXPECT_NEAR(out.at(1).as_tensor().data_as<float>()[i], b, 1e-5);
   }
 }
 
@@ -234,7 +264,8 @@ TEST(PlanMemory, RandomGraphsComputeTheSameBitsPlannedOrNot) {
   for (uint32_t seed = 1; seed <= 6; ++seed) {
     const std::string text = random_module(seed);
     Planned planned = lower_text(text.c_str(), true), plain = lower_text(text.c_str(), false);
-    EXPECT_GT(planned.stats.reused + planned.stats.in_arenas, 0u) << text;
+    EXPECT_GT(planned.stats.reused + planned.stats.in_arenas + planned.stats.in_symbolic_arenas, 0u)
+        << text;
     vm::VirtualMachine a(vm::Program::load(std::move(planned.exe)));
     vm::VirtualMachine b(vm::Program::load(std::move(plain.exe)));
     for (int64_t n : {1, 9, 40}) {

@@ -38,8 +38,30 @@ TEST(PooledAllocator, ReusesFreedBlocksOfTheSameClass) {
   pool.free(b);
 }
 
+// A request whose class holds nothing takes the smallest cached block up to twice its
+// size (its capacity, which it gives back to its own class), never a larger one.
+TEST(PooledAllocator, ARequestTakesTheSmallestCachedBlockUpToTwiceItsSize) {
+  PooledAllocator pool(kCpu, DeviceAPI::get(kCpu), 1 << 20);
+  Block big = pool.alloc(4000), bigger = pool.alloc(8000), huge = pool.alloc(16000);
+  void* big_ptr = big.ptr;
+  pool.free(huge);
+  pool.free(bigger);
+  pool.free(big);  // 4096, 8192 and 16384 bytes cached
+  Block small = pool.alloc(2500);  // class 2560: 4096 is the smallest that fits
+  EXPECT_EQ(small.ptr, big_ptr);
+  EXPECT_EQ(small.capacity, 4096u);
+  Block tiny = pool.alloc(1000);  // 1024: 8192 and 16384 are more than twice that
+  EXPECT_EQ(pool.stats().device_allocs, 4u);
+  EXPECT_EQ(pool.stats().reuses, 1u);
+  pool.free(small);
+  pool.free(tiny);
+  Block again = pool.alloc(4096);  // back in its own class
+  EXPECT_EQ(again.ptr, big_ptr);
+  pool.free(again);
+}
+
 TEST(PooledAllocator, CachedBytesStayBoundedWhenShapesVary) {
-  const size_t limit = 1 << 20;
+  const size_t limit = 1 << 18;
   PooledAllocator pool(kCpu, DeviceAPI::get(kCpu), limit);
   std::mt19937 rng(7);
   // Thousands of requests with ever-changing sizes: the cache never holds more than the

@@ -53,11 +53,11 @@ TEST(Features, NamesAndValuesHaveTheAdvertisedLength) {
 
 TEST(Features, MatmulCountsItsFlopsAndBuffers) {
   std::vector<float> v = kernel_features(lower_matmul(64, 64, 64, {}));
-  // 64^3 multiply-adds, each a mul and an add, all in 32-lane vectors (tile_n = 32).
+  // 64^3 multiply-adds, each a mul and an add, all in vectors of one zmm (tile_n = 32: two).
   EXPECT_NEAR(feature(v, "flops"), log_scale(2.0 * 64 * 64 * 64), 1e-3);
   EXPECT_NEAR(feature(v, "float_mul"), log_scale(64.0 * 64 * 64), 1e-3);
   EXPECT_NEAR(feature(v, "float_fma"), log_scale(64.0 * 64 * 64), 1e-3);
-  EXPECT_EQ(feature(v, "max_lanes"), 32);
+  EXPECT_EQ(feature(v, "max_lanes"), 16);
   EXPECT_EQ(feature(v, "vector_flop_fraction"), 1);
   // A, B, C and the register tile C.local.
   EXPECT_EQ(feature(v, "num_buffers"), 4);
