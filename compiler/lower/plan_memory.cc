@@ -127,8 +127,8 @@ class IntValues {
     if (fresh) {
       it->second = arith::Var(inputs[tensor].name + "." + std::to_string(axis));
       analyzer_.bind(*it->second, std::max<int64_t>(d.min, 0), d.max);
-      typical_[it->second->id()] = std::clamp<int64_t>(kTypicalDim, std::max<int64_t>(d.min, 0),
-                                                       d.max);
+      typical_[it->second->id()] =
+          std::min<int64_t>(std::max<int64_t>(kTypicalDim, d.min), d.max);
     }
     return *it->second;
   }
