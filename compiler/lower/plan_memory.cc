@@ -339,14 +339,18 @@ class MemoryPlanner {
     }
   }
 
-  // 1. The static-size storages of block b that die in it, packed into one arena.
-  void plan_arenas(size_t b, std::vector<bool>* in_arena, MemoryPlanStats* stats) {
+  // The storages of block b an arena can hold (dying in it, read only as tensors at offset
+  // 0, of a known size) whose sizes are constants (`static_sizes`) or not, not in an arena
+  // yet, grouped by device.
+  std::vector<std::pair<int64_t, std::vector<uint32_t>>> arena_candidates(
+      size_t b, const std::vector<bool>& in_arena, bool static_sizes) const {
     std::vector<std::pair<int64_t, std::vector<uint32_t>>> by_device;
     for (uint32_t s = 0; s < storages_.size(); ++s) {
       const Storage& st = storages_[s];
-      if (st.block != b || st.escapes || !st.zero_offset_only || !st.size.defined()) continue;
-      arith::Expr bytes = ints_.analyzer().simplify(st.size);
-      if (!bytes.is_int_imm()) continue;
+      if (st.block != b || in_arena[s] || st.escapes || !st.zero_offset_only ||
+          !st.size.defined() || ints_.analyzer().simplify(st.size).is_int_imm() != static_sizes) {
+        continue;
+      }
       auto it = std::find_if(by_device.begin(), by_device.end(),
                              [&](const auto& d) { return d.first == st.device; });
       if (it == by_device.end()) {
@@ -355,6 +359,12 @@ class MemoryPlanner {
       }
       it->second.push_back(s);
     }
+    return by_device;
+  }
+
+  // 1. The static-size storages of block b that die in it, packed into one arena.
+  void plan_arenas(size_t b, std::vector<bool>* in_arena, MemoryPlanStats* stats) {
+    const auto by_device = arena_candidates(b, *in_arena, true);
     for (const auto& [device, members] : by_device) {
       if (members.size() < 2) continue;
       std::vector<ArenaItem> items;
@@ -404,21 +414,7 @@ class MemoryPlanner {
   // 12 MiB arena, out of the cache.
   void plan_symbolic_arena(size_t b, std::vector<bool>* in_arena, MemoryPlanStats* stats) {
     const arith::Analyzer& an = ints_.analyzer();
-    std::vector<std::pair<int64_t, std::vector<uint32_t>>> by_device;
-    for (uint32_t s = 0; s < storages_.size(); ++s) {
-      const Storage& st = storages_[s];
-      if (st.block != b || (*in_arena)[s] || st.escapes || !st.zero_offset_only ||
-          !st.size.defined() || an.simplify(st.size).is_int_imm()) {
-        continue;
-      }
-      auto it = std::find_if(by_device.begin(), by_device.end(),
-                             [&](const auto& d) { return d.first == st.device; });
-      if (it == by_device.end()) {
-        by_device.push_back({st.device, {}});
-        it = by_device.end() - 1;
-      }
-      it->second.push_back(s);
-    }
+    const auto by_device = arena_candidates(b, *in_arena, false);
     for (const auto& [device, members] : by_device) {
       if (members.size() < 2) continue;
       const arith::Expr align = arith::make_int(static_cast<int64_t>(vm::kTensorAlignment));
