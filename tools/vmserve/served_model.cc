@@ -143,7 +143,8 @@ std::vector<vm::Tensor> ServedModel::run_in_turn(const std::vector<vm::Tensor>& 
     if (stopping_) throw HttpError(503, "the server is shutting down");
     if (waiting_.empty() && running_ < concurrency_) {
       turn.go = true;
-      turn.alone = ++running_ == 1;
+      ++running_;
+      turn.alone = start_run();
     } else {
       if (waiting_.size() >= options_.max_queue) {
         throw HttpError(503, str_cat("model '", name_, "' has ", waiting_.size(),
@@ -197,6 +198,13 @@ std::vector<vm::Tensor> ServedModel::run_batched(std::vector<vm::Tensor> inputs,
   return std::move(result.outputs);
 }
 
+bool ServedModel::start_run() {
+  const bool company = running_ > 1 || !waiting_.empty() || !queue_.empty() ||
+                       metrics_.in_flight.load(std::memory_order_relaxed) > running_;
+  company_ = (company_ << 1) | (company ? 1u : 0u);
+  return (company_ & ((1u << kLoneStarts) - 1)) == 0;
+}
+
 void ServedModel::release_slot() {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -206,7 +214,8 @@ void ServedModel::release_slot() {
       Turn* next = waiting_.front();
       waiting_.pop_front();
       next->go = true;
-      next->alone = ++running_ == 1 && waiting_.empty();
+      ++running_;
+      next->alone = start_run();
       next->cv.notify_one();
     }
   }
@@ -221,7 +230,8 @@ void ServedModel::worker() {
     });
     if (queue_.empty()) return;  // stopping, and nothing left to run
     std::vector<std::unique_ptr<Job>> jobs = take_batch(lock);
-    const bool alone = ++running_ == 1 && queue_.empty();
+    ++running_;
+    const bool alone = start_run();
     lock.unlock();
     run_jobs(std::move(jobs), alone);
     release_slot();

@@ -7,10 +7,13 @@
 // bounded line (a 503 when the line is full; a 504 when its deadline passes while it
 // waits). Nothing is handed to another thread, so a request costs no thread switch beyond
 // the wake-up of its turn.
-// A run that has the machine to itself (nothing else running or waiting) uses the TBB
-// executor's threads for its kernels' parallel loops; under load each run takes one thread
-// (the synchronous executor), which serves more requests per second than splitting every
-// run across all threads (bench/README.md, "Serving").
+// A run that has the machine to itself uses the TBB executor's threads for its kernels'
+// parallel loops; under load each run takes one thread (the synchronous executor), which
+// serves more requests per second than splitting every run across all threads
+// (bench/README.md, "Serving"). "To itself" is judged over the last kLoneStarts run
+// starts, not the one instant: under steady load the line empties for a moment between
+// requests, and a run that then spread over every thread would take the cores the next
+// requests' parsing needs.
 //
 // With batching on (`vmserve --batch`), requests go to a queue served by `concurrency`
 // worker threads: a worker that takes a request also takes the queued requests of equal
@@ -115,7 +118,11 @@ class ServedModel {
   // Takes the first job and, when batching, the queued jobs that may share its run.
   std::vector<std::unique_ptr<Job>> take_batch(std::unique_lock<std::mutex>& lock);
   void run_jobs(std::vector<std::unique_ptr<Job>> jobs, bool alone);
-  // One run; `alone`: nothing else is running or queued, so it may use every thread.
+  // Counts a run start (mu_ held): whether it had company (another run in flight, a
+  // request queued or being parsed). Returns whether it may use every thread: it and the
+  // kLoneStarts - 1 starts before it all had none.
+  bool start_run();
+  // One run; `alone`: it may use every thread (start_run).
   std::vector<vm::Tensor> run_one(const std::vector<vm::Tensor>& inputs, bool alone);
   // Gives a run slot back: to the next waiting request, or to a batching worker.
   void release_slot();
@@ -134,6 +141,8 @@ class ServedModel {
   std::deque<Turn*> waiting_;               // without batching
   std::deque<std::unique_ptr<Job>> queue_;  // with batching
   int running_ = 0;                         // runs in flight (<= concurrency_)
+  static constexpr int kLoneStarts = 8;
+  uint32_t company_ = 0;  // bit i: whether the i-th latest run start had company
   bool stopping_ = false;
   std::vector<std::thread> workers_;
 };
