@@ -250,10 +250,10 @@ TensorRef add_bias(const TensorRef& conv, const TensorRef& bias) {
 
 namespace {
 
-// A 2-D 1x1 convolution with unit strides and no pads reads each output position's own
-// input position: the spatial dims are one axis of h*w contiguous elements.
+// A 1x1 (1-D or 2-D) convolution with unit strides and no pads reads each output position's
+// own input position: the spatial dims are one axis of (h*)w contiguous elements.
 bool is_pointwise(const ConvGeometry& g) {
-  if (g.rank != 2) return false;
+  if (g.rank != 1 && g.rank != 2) return false;
   for (size_t d = 0; d < g.rank; ++d) {
     const Window& w = g.window;
     if (w.kernel[d] != 1 || w.strides[d] != 1 || w.dilations[d] != 1 || w.pad_begin(d) != 0 ||
@@ -297,6 +297,9 @@ struct FlatConv {
   std::function<tir::Expr(const arith::Expr&, const Ks&, const Ks&)> input;
   std::function<tir::Expr(const arith::Expr&, const Ks&)> weight;
   TensorRef patches;  // a stage computed at the root before the product, or null
+  // Whether `patches` is the padded input ([n, c, w]) rather than a copy of patches: its
+  // rows are then copied as conv_schedule copies its pads.
+  bool patches_are_padded_rows = false;
 };
 
 // The flat template's register tile over stage `so` ([n, c, positions...]): `positions`
@@ -348,13 +351,16 @@ OpInstance flat_conv(const ConvGeometry& g, const FlatConv& fc, const TensorRef&
     return epilogue != nullptr ? epilogue->apply(y, i) : y;
   });
   OpInstance inst = conv_instance(g, X, W, B, Y, out_shape, epilogue, dtype);
-  inst.schedule = [Y, acc, patches = fc.patches, specs = inst.knobs](const KnobValues& knobs) {
+  inst.schedule = [Y, acc, patches = fc.patches, padded_rows = fc.patches_are_padded_rows,
+                   specs = inst.knobs](const KnobValues& knobs) {
     const int64_t oc_block = knob_value(specs, knobs, "oc_block");
     const int64_t ow_block = knob_value(specs, knobs, "ow_block");
     if (oc_block <= 0 || ow_block <= 0) user_error("conv: oc_block and ow_block must be > 0");
     const bool parallel = knob_value(specs, knobs, "parallel") != 0;
     te::Schedule s = te::create_schedule({Y});
-    if (patches) {
+    if (patches && padded_rows) {
+      schedule_injective(s, patches, 1, parallel);  // scalar: see conv_schedule
+    } else if (patches) {
       // Loops (n, c, first tap) fused in parallel, constants but n: no index decomposed by
       // a symbolic output dim per row of positions (one per row made the copy 1/3 of a ViT
       // patch embedding's time).
@@ -383,8 +389,36 @@ OpInstance pointwise_conv(const ConvGeometry& g, const TensorRef& X, const Tenso
     at.insert(at.begin(), {n, k[0]});
     return te::read(X, at);
   };
+  fc.weight = [&W, rank = g.rank](const arith::Expr& o, const FlatConv::Ks& k) {
+    std::vector<arith::Expr> at = {o, k[0]};
+    at.resize(2 + rank, arith::make_int(0));
+    return te::read(W, at);
+  };
+  return flat_conv(g, fc, X, W, B, out_shape, epilogue, dtype);
+}
+
+// A 1-D conv of unit stride (not pointwise, not depthwise) over a symbolic width: its one
+// row of output positions is the flat axis, so it runs as the flat template over the padded
+// input, Y[n, o, p] = sum_{c, k} P[n, c, p + k*d] * W[o, c, k], in place with one masked
+// tail per channel block. The rounded form computed 16-column-rounded rows into a
+// workspace and copied them out (a TCN's dilated 64 -> 64 layers at t = 1000: ...).
+bool is_unit_stride_1d(const ConvGeometry& g) {
+  return g.rank == 1 && g.c_in_per_group > 1 && g.window.strides[0] == 1 && !is_pointwise(g);
+}
+
+OpInstance padded_row_conv(const ConvGeometry& g, const TensorRef& X, const TensorRef& W,
+                           const TensorRef& B, const std::vector<arith::Expr>& out_shape,
+                           const FusedEpilogue* epilogue, vm::DType dtype) {
+  FlatConv fc;
+  fc.patches = pad_spatial(X, g.window, 0.0);
+  fc.patches_are_padded_rows = true;
+  fc.k_dims = {g.c_in_per_group, g.window.kernel[0]};
+  fc.input = [P = fc.patches, d = g.window.dilations[0]](
+                 const arith::Expr& n, const FlatConv::Ks& k, const FlatConv::Ks& at) {
+    return te::read(P, {n, k[0], at[0] + k[1] * d});
+  };
   fc.weight = [&W](const arith::Expr& o, const FlatConv::Ks& k) {
-    return te::read(W, {o, k[0], 0, 0});
+    return te::read(W, {o, k[0], k[1]});
   };
   return flat_conv(g, fc, X, W, B, out_shape, epilogue, dtype);
 }
@@ -575,6 +609,11 @@ OpInstance conv_with(const TensorType& x, const TensorType& w,
   if (is_patchwise(g)) return patch_conv(g, X, W, B, out_shape, epilogue, x.dtype);
   if (round_width && is_pointwise(g)) {
     OpInstance inst = pointwise_conv(g, X, W, B, out_shape, epilogue, x.dtype);
+    inst.preferred_multiples = multiples;
+    return inst;
+  }
+  if (round_width && is_unit_stride_1d(g)) {
+    OpInstance inst = padded_row_conv(g, X, W, B, out_shape, epilogue, x.dtype);
     inst.preferred_multiples = multiples;
     return inst;
   }

@@ -6,8 +6,10 @@
 #include "kernels/ops/conv.h"
 
 #include <algorithm>
+#include <sstream>
 
 #include "kernels/arith/analyzer.h"
+#include "kernels/tir/printer.h"
 #include "tests/kernels/ops/op_test_util.h"
 #include "tests/support/expect_user_error.h"
 
@@ -269,6 +271,17 @@ std::vector<ConvCase> cases() {
       {"conv1d_frames_sym", false, sym1(1), {20, 1, 32}, true, {{16}, {}, {}, 1, {}}, {}},
       {"conv2d_1x1_s2_sym", false, sym2(8), {16, 8, 1, 1}, false, {{2, 2}, {}, {}, 1, {}}, {}},
       {"conv1d_s2_dil2_sym", false, sym1(5), {3, 5, 3}, true, {{2}, {1, 2}, {2}, 1, {}}, {}},
+      // Unit strides over a symbolic width: the flat template over the row (pointwise: over
+      // X itself; else over the padded input), in place with a masked tail.
+      {"conv1d_pointwise_sym", false, sym1(20), {24, 20, 1}, true, {}, {}},
+      {"conv1d_k3_dil2_groups2_sym",
+       false,
+       sym1(6),
+       {8, 3, 3},
+       true,
+       {{1}, {2, 2}, {2}, 2, {}},
+       {}},
+      {"conv1d_k3_asym_pads_sym", false, sym1(5), {7, 5, 3}, false, {{1}, {0, 2}, {}, 1, {}}, {}},
       {"conv1d_groups_static",
        false,
        fixed({3, 4, 17}),
@@ -471,6 +484,30 @@ TEST(Convolutions, Conv1d) {
     check(lib, "conv1d_s2_dil2_sym", s, rng);
   }
   check(lib, "conv1d_groups_static", {3, 4, 17}, rng);
+}
+
+// Widths below, at and past a vector of 16 output positions, and a batch of 2: the masked
+// tail of each channel block writes exactly the positions the row has.
+TEST(Convolutions, UnitStrideConv1dOverASymbolicWidthRunsInPlace) {
+  const std::vector<std::string> symbols = {"conv1d_pointwise_sym", "conv1d_k3_dil2_groups2_sym",
+                                            "conv1d_k3_asym_pads_sym"};
+  for (const ConvCase& c : cases()) {
+    if (std::find(symbols.begin(), symbols.end(), c.symbol) == symbols.end()) continue;
+    // No workspace rounded to whole vectors (the other form's "Conv" and its padded copy).
+    std::istringstream lowered(tir::to_string(lower_op(build(c), {}, c.symbol)));
+    for (std::string line; std::getline(lowered, line);) {
+      if (line.find("workspace") != std::string::npos) {
+        EXPECT_EQ(line.find("floordiv"), std::string::npos) << c.symbol << ": " << line;
+      }
+    }
+  }
+  OpLibrary lib = library(symbols);
+  std::mt19937 rng(29);
+  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 0, 1}, {2, 0, 7}, {1, 0, 16}, {2, 0, 41}}) {
+    check(lib, "conv1d_pointwise_sym", {s[0], 20, s[2]}, rng);
+    check(lib, "conv1d_k3_dil2_groups2_sym", {s[0], 6, s[2]}, rng);
+    check(lib, "conv1d_k3_asym_pads_sym", {s[0], 5, s[2]}, rng);
+  }
 }
 
 // Output positions past a vector (16) and a masked tail, inputs that are not a multiple of
