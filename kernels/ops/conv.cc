@@ -607,15 +607,16 @@ OpInstance conv_with(const TensorType& x, const TensorType& w,
   TensorRef W = te::placeholder("W", w.shape, w.dtype);
   TensorRef B = bias ? te::placeholder("B", bias->shape, bias->dtype) : nullptr;
   if (is_patchwise(g)) return patch_conv(g, X, W, B, out_shape, epilogue, x.dtype);
+  // The 1-D forms below compute their one row in place, so a variant for widths of whole
+  // vectors would save one masked tail per channel block and cost a second kernel; over
+  // 2-D positions the variant (the NCHW template, rows in place) is kept.
   if (round_width && is_pointwise(g)) {
     OpInstance inst = pointwise_conv(g, X, W, B, out_shape, epilogue, x.dtype);
-    inst.preferred_multiples = multiples;
+    if (g.rank == 2) inst.preferred_multiples = multiples;
     return inst;
   }
   if (round_width && is_unit_stride_1d(g)) {
-    OpInstance inst = padded_row_conv(g, X, W, B, out_shape, epilogue, x.dtype);
-    inst.preferred_multiples = multiples;
-    return inst;
+    return padded_row_conv(g, X, W, B, out_shape, epilogue, x.dtype);
   }
   if (round_width && is_unit_stride_2d(g)) {
     OpInstance inst = padded_flat_conv(g, X, W, B, out_shape, epilogue, x.dtype);
