@@ -16,10 +16,14 @@
 // row) fused in parallel; a symbolic one its rows. A symbolic output width is computed
 // rounded up to 16 columns into a workspace (the Pad stage gets the extra zeros) and copied
 // out, so that no width tail runs scalar.
-// A pointwise conv (1x1, unit strides, no pads) over a symbolic width tiles its flattened
-// spatial axis instead, in place: X and Y hold each channel's h*w positions contiguously,
-// so Y's (y, x) fuse into one axis split by ow_block, with one masked tail per channel
-// block and no copy in or out (at w=25 the per-row tiles computed 32 of every 25 columns).
+// A pointwise conv (1x1, unit strides, no pads; 1-D or 2-D) over a symbolic width tiles its
+// flattened spatial axis instead, in place: X and Y hold each channel's (h*)w positions
+// contiguously, so Y's (y, x) fuse into one axis split by ow_block, with one masked tail per
+// channel block and no copy in or out (at w=25 the per-row tiles computed 32 of every 25
+// columns). A 1-D conv of unit stride over a symbolic width does the same over its padded
+// input's one row (a TCN's 20 -> 64 pointwise layer at t = 1000: 34 -> 24 us, its dilated
+// 64 -> 64 layers 236 -> 229 us at 1 thread and 155-195 -> 145 at 2; its static build 24,
+// 224 and 167); these 1-D forms take no residue variant, which would save one masked tail.
 // A conv whose kernel fits in its stride, without pads or dilation (patch embeddings,
 // kernel = stride; 1x1 stride-2 shortcuts) copies its patches once, Patches[n, (c, k...),
 // y, x] = X[n, c, y*s + k, ...] (no larger than X), and is that same flat pointwise conv
