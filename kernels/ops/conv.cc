@@ -401,7 +401,7 @@ OpInstance pointwise_conv(const ConvGeometry& g, const TensorRef& X, const Tenso
 // row of output positions is the flat axis, so it runs as the flat template over the padded
 // input, Y[n, o, p] = sum_{c, k} P[n, c, p + k*d] * W[o, c, k], in place with one masked
 // tail per channel block. The rounded form computed 16-column-rounded rows into a
-// workspace and copied them out (a TCN's dilated 64 -> 64 layers at t = 1000: ...).
+// workspace and copied them out (kernels/ops/conv.h has the TCN it was measured on).
 bool is_unit_stride_1d(const ConvGeometry& g) {
   return g.rank == 1 && g.c_in_per_group > 1 && g.window.strides[0] == 1 && !is_pointwise(g);
 }
