@@ -25,13 +25,16 @@ compiler::Expr dropout_with_mask(NodeForm form, const Emit& emit);
 // several outputs without training_mode.
 compiler::Expr batch_norm_training(NodeForm form, const Emit& emit, const std::string& where);
 
-// Einsum of two operands that is one matrix product (optionally batched), as MatMul between
-// Transposes: one contracted letter, every other letter in the output, at most one free
-// letter of the second operand, and with batch letters exactly one free letter of each
-// ("bhqd,bhkd->bhqk", "btc,cd->btd", "ij,kj->ik", "i,i->"). The MatMul templates and their
-// packed constant weights then compute it, where the generic Einsum kernel runs a scalar
-// reduction (a "btc,cd->btd" over [8, 1000, 16] x [16, 24]: 1.3 ms). Undefined when the
-// equation is not of that form (ellipses, repeated letters, sums over one operand's letter).
+// Einsum of two operands without diagonals or ellipses, from existing operators: a letter
+// of one operand only that the output lacks is summed first (ReduceSum); with no free letter
+// left, a product summed over the contracted letters ("nchw,nchw->nc"); else one MatMul
+// between Transposes ("bhqd,bhkd->bhqk", "btc,cd->btd", "ij,kj->ik"), where a group of
+// letters (batch, free of A, contracted, free of B) with several letters is one dim of a
+// Reshape, its size the product of the Shape's dims, and the product is reshaped back to its
+// letters ("nsd,edh->nseh": [n*s, d] x [d, e*h]). The MatMul templates and their packed
+// constant weights then compute it, where the generic Einsum kernel runs a scalar reduction
+// ("btc,cd->btd" over [8, 1000, 16] x [16, 24]: 1.3 ms; a mixture of experts' two einsums
+// over [1, 512, 64] with 4 experts of 128: 4.1 -> 0.6 ms). Undefined for other equations.
 compiler::Expr einsum_as_matmul(const NodeForm& form, const Emit& emit);
 
 }  // namespace dynvm::frontends::onnx_import

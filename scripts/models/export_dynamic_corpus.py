@@ -2,7 +2,7 @@
 """Exports the dynamic-shape corpus of the end-to-end tests (tests/e2e/models/dynamic/) from
 PyTorch (Debian's python3-torch 1.13) and writes PyTorch references for every case.
 
-Sixteen small models whose shapes vary at run time: symbolic dims from dynamic_axes, sizes
+Seventeen small models whose shapes vary at run time: symbolic dims from dynamic_axes, sizes
 computed from shapes (Shape -> arithmetic -> ConstantOfShape / Range / Pad / Reshape), and
 sizes computed from *values* (NonZero, TopK with a data-dependent k, a Slice bound read from
 an input, a decode loop that stops on a token). Models without data-dependent control flow
@@ -28,6 +28,8 @@ are traced; the two that need it (greedy_decode_early_exit, threshold_nonzero) a
   vit_patches              x f32[batch, 3, height, width] -> y f32[batch, 5]
   conformer_topk           feats f32[batch, time, 16] -> y f32[batch, frames_out, 24],
                              top f32[batch, 3], frames i64[batch, 3]
+  expert_mixture           x f32[batch, seq, 8] -> y f32[batch, seq, 8], sim f32[batch, seq],
+                             pooled f32[batch, 1]
 
 Opset 17 for all (the newest torch 1.13 exports). The declared shapes of the graph outputs
 are rewritten to the dynamic_axes names (static sizes elsewhere), as export_loop_models.py
@@ -544,6 +546,42 @@ def conformer_topk_cases():
             for k, (b, t) in enumerate([(1, 15), (2, 40), (1, 101)])]
 
 
+# ---------------------------------------------------------------- 17. expert_mixture
+
+class ExpertMixture(nn.Module):
+    """A mixture-of-experts layer written with einsums, as such layers often are: softmax
+    gating, top-2 of 3 experts renormalised (TopK, ScatterElements), every expert's MLP over
+    every position at once ("nsd,edh->nseh": the experts' e and h together one free dim of
+    B; "nseh,ehd->nsed": e a batch letter in another place), the weighted sum over experts,
+    and a per-position similarity ("nsd,nsd->ns": no free letter) and a pooled summary
+    ("nsd,de->n": s summed over one operand first)."""
+    D, E, H = 8, 3, 12
+
+    def __init__(self):
+        super().__init__()
+        self.gate = nn.Linear(self.D, self.E)
+        self.w1 = nn.Parameter(torch.zeros(self.E, self.D, self.H))
+        self.w2 = nn.Parameter(torch.zeros(self.E, self.H, self.D))
+        self.summary = nn.Parameter(torch.zeros(self.D, 1))
+        init_seeded(self, 17, scale=0.5)
+
+    def forward(self, x):
+        g = self.gate(x).softmax(-1)
+        tv, ti = g.topk(2, dim=-1)
+        m = torch.zeros_like(g).scatter(-1, ti, tv)
+        m = m / m.sum(-1, keepdim=True)
+        h = torch.relu(torch.einsum("nsd,edh->nseh", x, self.w1))
+        y = (torch.einsum("nseh,ehd->nsed", h, self.w2) * m[..., None]).sum(2)
+        sim = torch.einsum("nsd,nsd->ns", x, y)
+        pooled = torch.einsum("nsd,de->ne", y, self.summary)
+        return y, sim, pooled
+
+
+def expert_mixture_cases():
+    return [{"x": torch.randn(b, s, ExpertMixture.D, generator=gen(1700 + k))}
+            for k, (b, s) in enumerate([(1, 1), (2, 7), (1, 33)])]
+
+
 # ---------------------------------------------------------------- the corpus
 
 # name: (module factory, cases, input names, output names, dynamic_axes, export mode)
@@ -604,6 +642,10 @@ MODELS = {
         ConformerTopk, conformer_topk_cases, ["feats"], ["y", "top", "frames"],
         {"feats": {0: "batch", 1: "time"}, "y": {0: "batch", 1: "frames_out"},
          "top": {0: "batch"}, "frames": {0: "batch"}}, "trace"),
+    "expert_mixture": (
+        ExpertMixture, expert_mixture_cases, ["x"], ["y", "sim", "pooled"],
+        {"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}, "sim": {0: "batch", 1: "seq"},
+         "pooled": {0: "batch"}}, "trace"),
 }
 
 

@@ -216,9 +216,9 @@ TEST(OnnxImport, OperatorsWithFunctionBodiesAreInlined) {
 }
 
 // --dim A=B: dim A of the model becomes dim B.
-// An Einsum that is one matrix product arrives as MatMul between Transposes (the MatMul
-// templates compute it); other equations stay Einsum. Values: the conformance suite's
-// einsum cases and the e2e models.
+// A two-operand Einsum arrives as MatMul between Transposes (and Reshapes where a group has
+// several letters), or as a summed product; diagonals and ellipses stay Einsum. Values: the
+// conformance suite's einsum cases and the dynamic corpus's expert_mixture.
 TEST(OnnxImport, EinsumMatrixProductsBecomeMatMul) {
   auto imported = [](const std::string& equation, std::vector<int64_t> a, std::vector<int64_t> b) {
     return compiler::print_module(import_onnx_bytes(
@@ -249,12 +249,28 @@ TEST(OnnxImport, EinsumMatrixProductsBecomeMatMul) {
   t = imported("ij,jk->ki", {3, 4}, {4, 5});
   EXPECT_EQ(count(t, "MatMul"), 1u) << t;
   EXPECT_NE(t.find("perm=[1, 0]"), std::string::npos) << t;
-  // Not one product: a letter summed in one operand, two contracted letters, a diagonal.
+  // Several letters to a group: each group one dim of a Reshape, the product reshaped back
+  // (a mixture of experts' "nsd,edh->nseh": the experts' e and h are one free dim of B).
+  t = imported("nsd,edh->nseh", {2, 9, 4}, {3, 4, 5});
+  EXPECT_EQ(count(t, "MatMul"), 1u) << t;
+  EXPECT_EQ(count(t, "Reshape"), 3u) << t;
+  EXPECT_EQ(count(t, "Einsum"), 0u) << t;
+  t = imported("ijk,jk->i", {3, 4, 5}, {4, 5});  // two contracted letters
+  EXPECT_EQ(count(t, "MatMul"), 1u) << t;
+  EXPECT_EQ(count(t, "Einsum"), 0u) << t;
+  // A letter of one operand only, not in the output, is summed first.
+  t = imported("ij,kl->ik", {3, 4}, {5, 6});
+  EXPECT_EQ(count(t, "ReduceSum"), 2u) << t;
+  EXPECT_EQ(count(t, "Einsum"), 0u) << t;
+  // No free letter: a product summed over the contracted letters, no MatMul.
+  t = imported("nchw,nchw->nc", {2, 3, 4, 5}, {2, 3, 4, 5});
+  EXPECT_EQ(count(t, "Mul"), 1u) << t;
+  EXPECT_EQ(count(t, "ReduceSum"), 1u) << t;
+  EXPECT_EQ(count(t, "MatMul"), 0u) << t;
+  // A diagonal or an ellipsis stays Einsum.
   for (const auto& [eq, a, b] :
        std::vector<std::tuple<std::string, std::vector<int64_t>, std::vector<int64_t>>>{
-           {"ij,kl->ik", {3, 4}, {5, 6}},
-           {"ijk,jk->i", {3, 4, 5}, {4, 5}},
-           {"ii,ij->j", {3, 3}, {3, 4}}}) {
+           {"ii,ij->j", {3, 3}, {3, 4}}, {"...j,jk->...k", {2, 3}, {3, 4}}}) {
     t = imported(eq, a, b);
     EXPECT_EQ(count(t, "Einsum"), 1u) << eq << "\n" << t;
     EXPECT_EQ(count(t, "MatMul"), 0u) << eq << "\n" << t;
