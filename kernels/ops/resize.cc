@@ -45,6 +45,16 @@ bool nearest_is_quotient(CoordinateTransform transform, NearestMode mode) {
   }
 }
 
+// Whether linear mode at an integer scale k >= 2 reads, for output index q*k + r, the
+// neighbours q + f_r and q + f_r + 1 with weights fixed by the phase r: the coordinate is
+// q + d_r with d_r = (r + 0.5) / k - 0.5 (half_pixel; pytorch_half_pixel too, whose single-
+// element exception cannot occur at k >= 2) or r / k (asymmetric), so f_r = floor(d_r).
+bool linear_is_periodic(CoordinateTransform transform) {
+  return transform == CoordinateTransform::kHalfPixel ||
+         transform == CoordinateTransform::kPytorchHalfPixel ||
+         transform == CoordinateTransform::kAsymmetric;
+}
+
 // floor(in * s) exactly. s is an f32, i.e. p / 2^k: for a symbolic dim, floordiv(in * p, 2^k).
 arith::Expr scaled_dim(const arith::Expr& in, float s, size_t d) {
   if (in.is_int_imm()) {
@@ -212,7 +222,9 @@ const char* mode_name(ResizeMode m) {
 // column q. The last axis split into (q, r), r unrolled outside q's vectors: each vector
 // loads input columns q..q+15 contiguously and stores them k apart (one masked store of
 // 16 k elements), where vectors over the output columns gathered every element (a [32,
-// 128, 128] -> [32, 256, 256] upsample: 2.8 ms).
+// 128, 128] -> [32, 256, 256] upsample: 2.8 ms). Linear upsampling by k in its periodic
+// transformations takes the same schedule: for each phase r, columns q + f_r and
+// q + f_r + 1 with constant weights, contiguous between the borders loop_partition cuts off.
 te::Schedule nearest_upsample_schedule(const std::vector<KnobSpec>& specs,
                                        const KnobValues& knobs, const te::TensorRef& out,
                                        int64_t k) {
@@ -259,12 +271,30 @@ OpInstance build(const std::string& name, const TensorType& x, const ResizeAttrs
     std::vector<std::pair<arith::Var, Expr>> lets;
     std::vector<std::pair<size_t, std::vector<Tap>>> taps;  // linear / cubic, per dim
     Expr outside;                                           // tf_crop_and_resize
+    arith::Expr interior;  // the last dim's periodic neighbours need no clamp (undefined: none)
     for (size_t d = 0; d < plans.size(); ++d) {
       const DimPlan& p = plans[d];
       if (p.identity) continue;
       if (mode == ResizeMode::kNearest && p.integer_scale > 0 &&
           nearest_is_quotient(transform, attrs.nearest_mode)) {
         at[d] = arith::floordiv(i[d], p.integer_scale);
+        continue;
+      }
+      if (mode == ResizeMode::kLinear && p.integer_scale > 0 && !guard &&
+          linear_is_periodic(transform)) {
+        const int64_t k = p.integer_scale;
+        const arith::Expr q = arith::floordiv(i[d], k), r = arith::floormod(i[d], k);
+        const bool half = transform != CoordinateTransform::kAsymmetric;
+        // f_r = floor(d_r) in integers: floor((2r + 1 - k) / 2k) for half_pixel.
+        const arith::Expr f = half ? arith::floordiv(r * 2 + (1 - k), 2 * k) : arith::Expr(0);
+        Expr delta = half ? (as_f64(r) + f64c(0.5)) / f64c(static_cast<double>(k)) - f64c(0.5)
+                          : as_f64(r) / f64c(static_cast<double>(k));
+        Expr w = delta - as_f64(f);
+        const arith::Expr lo = arith::simplify(q + f), hi = arith::simplify(q + f + 1);
+        taps.push_back({d, {{clamp(lo, p.in), f64c(1) - w}, {clamp(hi, p.in), w}}});
+        if (d + 1 == plans.size()) {
+          interior = arith::logical_and(arith::ge(lo, 0), arith::lt(hi, p.in));
+        }
         continue;
       }
       Expr roi_start, roi_end;
@@ -340,6 +370,11 @@ OpInstance build(const std::string& name, const TensorType& x, const ResizeAttrs
         if (w.defined()) term = w * term;  // undefined when no dim is resized
         body = body.defined() ? body + term : term;
       }
+      // The same sum either way: the select is the guard by which loop_partition cuts off
+      // the borders, and inside them, where the guard holds, the last dim's clamps simplify
+      // away and its columns load contiguously (select evaluates both sides, so neither
+      // may read outside the input).
+      if (interior.defined()) body = tir::select(condition(interior), body, body);
       if (!vm::is_floating(x.dtype)) {
         body = tir::cast(tir::DataType{x.dtype, 1}, tir::call(tir::Intrinsic::kRound, body));
       } else {
@@ -357,8 +392,11 @@ OpInstance build(const std::string& name, const TensorType& x, const ResizeAttrs
   OpInstance op =
       injective_op(name + mode_name(mode) + "_" + dtype_suffix(x.dtype), std::move(inputs), out);
   const DimPlan& last = plans.back();
-  if (mode == ResizeMode::kNearest && !last.identity && last.integer_scale > 0 &&
-      nearest_is_quotient(transform, attrs.nearest_mode)) {
+  const bool by_phase = !last.identity && last.integer_scale > 0 &&
+                        (mode == ResizeMode::kNearest
+                             ? nearest_is_quotient(transform, attrs.nearest_mode)
+                             : mode == ResizeMode::kLinear && !guard && linear_is_periodic(transform));
+  if (by_phase) {
     op.schedule = [specs = op.knobs, out, k = last.integer_scale](const KnobValues& knobs) {
       return nearest_upsample_schedule(specs, knobs, out, k);
     };

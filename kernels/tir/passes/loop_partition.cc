@@ -98,18 +98,35 @@ bool mentions_any(const Expr& e, const std::vector<arith::VarId>& vars) {
   return false;
 }
 
+// Inner loops of at most this many (constant) iterations that r is not affine in are bounded
+// by their values one by one (a resize's phase loop: an offset floordiv(2 r - 1, 4)).
+constexpr int64_t kMaxEnumeratedIterations = 8;
+
 // The largest value r takes over the inner loops' ranges (an upper bound, symbolic in the
-// outer variables), or undefined when r is not affine with constant coefficients in them.
+// outer variables), or undefined when r is neither affine with constant coefficients in
+// them nor over a short constant loop.
 Expr max_over_inner(Expr r, const Context& ctx, bool& involved_inner) {
   for (size_t k = ctx.loops.size(); k-- > 0;) {
     const InnerLoop& w = ctx.loops[k];
     if (!arith::uses_var(r, w.var)) continue;
     involved_inner = true;
     std::optional<AffineForm> f = affine_in(r, w.var);
-    if (!f || !f->coeff.is_int_imm()) return Expr();
-    int64_t c = f->coeff.int_value();
-    Expr at = c > 0 ? w.min + w.extent - arith::make_int(1) : w.min;
-    r = arith::simplify(f->rest + f->coeff * at);
+    if (f && f->coeff.is_int_imm()) {
+      int64_t c = f->coeff.int_value();
+      Expr at = c > 0 ? w.min + w.extent - arith::make_int(1) : w.min;
+      r = arith::simplify(f->rest + f->coeff * at);
+      continue;
+    }
+    if (!w.min.is_int_imm() || !w.extent.is_int_imm() || w.extent.int_value() < 1 ||
+        w.extent.int_value() > kMaxEnumeratedIterations) {
+      return Expr();
+    }
+    Expr most;
+    for (int64_t i = 0; i < w.extent.int_value(); ++i) {
+      Expr at = arith::simplify(substitute(r, {{w.var, arith::make_int(w.min.int_value() + i)}}));
+      most = most.defined() ? arith::simplify(arith::max(most, at)) : at;
+    }
+    r = most;
   }
   return r;
 }

@@ -133,6 +133,14 @@ const std::vector<Case> kRandomCases = {
     {"nearest_f32_1d_asymmetric_ceil_integer",
      {},
      attrs(kNearest, CT::kAsymmetric, NearestMode::kCeil, {3})},
+    // Linear at integer scales reads each phase's neighbours at fixed offsets with fixed
+    // weights, unclamped between the borders (sizes 1 and 3 are all border).
+    {"linear_f32_4d_half_pixel_integer", {}, attrs(kLinear, CT::kHalfPixel, kFloorTie, {1, 1, 2, 2})},
+    {"linear_f32_2d_half_pixel_integer_3",
+     {},
+     attrs(kLinear, CT::kHalfPixel, kFloorTie, {3, 3})},
+    {"linear_f32_1d_pytorch_integer", {}, attrs(kLinear, CT::kPytorchHalfPixel, kFloorTie, {4})},
+    {"linear_f32_2d_asymmetric_integer", {}, attrs(kLinear, CT::kAsymmetric, kFloorTie, {2, 3})},
 };
 
 vm::DType random_case_dtype(const std::string& name) {

@@ -155,6 +155,35 @@ TEST(TirLoopPartition, ExactHeadOfASelectTakesItsSecondValue) {
   expect_equivalent_1d(f, g, 1);
 }
 
+// A guard whose offset is not affine in a short constant inner loop (a resize's phase r:
+// neighbour i + floordiv(2 r - 1, 4)) is bounded by that loop's values one by one, so the
+// outer loop still gets a guard-free main part.
+TEST(TirLoopPartition, ShortInnerLoopsAreBoundedValueByValue) {
+  Var n("n"), i("i"), r("r");
+  auto A = buf("A", {n}), C = buf("C", {n * 2});
+  const arith::Expr lo = i + arith::floordiv(r * 2 - 1, 4);
+  auto clamped = [&](const arith::Expr& at) { return arith::max(arith::min(at, n - 1), 0); };
+  Expr inside = index_value(arith::logical_and(arith::ge(lo, 0), arith::lt(lo + 1, n)), boolean());
+  // Both sides clamped (select evaluates both): the guard only tells where clamps vanish.
+  Expr sum = load(A, {clamped(lo)}) + load(A, {clamped(lo + 1)});
+  Expr value = select(inside, sum, sum);
+  PrimFunc f{"phases", {A, C}, 1,
+             make_for(i, 0, n, ForKind::kSerial,
+                      make_for(r, 0, 2, ForKind::kSerial, make_store(C, {i * 2 + r}, value)))};
+  PrimFunc g = partition(f);
+  ASSERT_EQ(g.body.kind(), StmtKind::kSeq) << to_string(g);
+  int free_parts = 0;  // neither the select nor a clamp
+  for (const Stmt& part : g.body->seq) {
+    const std::string text = to_string(part->body);
+    free_parts += count_selects(part) == 0 && text.find("max(") == std::string::npos ? 1 : 0;
+  }
+  EXPECT_GE(free_parts, 1) << to_string(g);
+  for (int64_t size : test_sizes()) {
+    expect_equivalent(f, g, {random_tensor({size}, DType::kFloat32, 0)},
+                      "phases n=" + std::to_string(size));
+  }
+}
+
 TEST(TirLoopPartition, LeavesGuardsItCannotReasonAbout) {
   Var n("n"), i("i"), x("x");
   auto A = buf("A", {n}), C = buf("C", {n});
