@@ -271,7 +271,7 @@ OpInstance build(const std::string& name, const TensorType& x, const ResizeAttrs
     std::vector<std::pair<arith::Var, Expr>> lets;
     std::vector<std::pair<size_t, std::vector<Tap>>> taps;  // linear / cubic, per dim
     Expr outside;                                           // tf_crop_and_resize
-    arith::Expr interior;  // the last dim's periodic neighbours need no clamp (undefined: none)
+    arith::Expr interior;  // the last dim's periodic neighbours lie inside the input (or undefined)
     for (size_t d = 0; d < plans.size(); ++d) {
       const DimPlan& p = plans[d];
       if (p.identity) continue;
