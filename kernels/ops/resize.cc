@@ -265,6 +265,13 @@ OpInstance build(const std::string& name, const TensorType& x, const ResizeAttrs
   const auto rank = static_cast<int64_t>(plans.size());
   std::vector<arith::Expr> shape;
   for (const DimPlan& p : plans) shape.push_back(p.out);
+  // Whether a resized dim reads by phase at its integer scale: output index q*k + r from
+  // input q (nearest) or from q + f_r and q + f_r + 1 with r's weights (linear).
+  auto by_phase = [&](const DimPlan& p) {
+    if (p.identity || p.integer_scale == 0) return false;
+    if (mode == ResizeMode::kNearest) return nearest_is_quotient(transform, attrs.nearest_mode);
+    return mode == ResizeMode::kLinear && !guard && linear_is_periodic(transform);
+  };
   te::TensorRef out = te::compute("Y", shape, [&](const te::Indices& i) {
     std::vector<arith::Expr> at(i.begin(), i.end());
     // (var, value) of each resized dim's input index; the body is wrapped in their lets.
@@ -275,13 +282,11 @@ OpInstance build(const std::string& name, const TensorType& x, const ResizeAttrs
     for (size_t d = 0; d < plans.size(); ++d) {
       const DimPlan& p = plans[d];
       if (p.identity) continue;
-      if (mode == ResizeMode::kNearest && p.integer_scale > 0 &&
-          nearest_is_quotient(transform, attrs.nearest_mode)) {
+      if (by_phase(p) && mode == ResizeMode::kNearest) {
         at[d] = arith::floordiv(i[d], p.integer_scale);
         continue;
       }
-      if (mode == ResizeMode::kLinear && p.integer_scale > 0 && !guard &&
-          linear_is_periodic(transform)) {
+      if (by_phase(p)) {
         const int64_t k = p.integer_scale;
         const arith::Expr q = arith::floordiv(i[d], k), r = arith::floormod(i[d], k);
         const bool half = transform != CoordinateTransform::kAsymmetric;
@@ -391,13 +396,8 @@ OpInstance build(const std::string& name, const TensorType& x, const ResizeAttrs
   });
   OpInstance op =
       injective_op(name + mode_name(mode) + "_" + dtype_suffix(x.dtype), std::move(inputs), out);
-  const DimPlan& last = plans.back();
-  const bool by_phase = !last.identity && last.integer_scale > 0 &&
-                        (mode == ResizeMode::kNearest
-                             ? nearest_is_quotient(transform, attrs.nearest_mode)
-                             : mode == ResizeMode::kLinear && !guard && linear_is_periodic(transform));
-  if (by_phase) {
-    op.schedule = [specs = op.knobs, out, k = last.integer_scale](const KnobValues& knobs) {
+  if (by_phase(plans.back())) {
+    op.schedule = [specs = op.knobs, out, k = plans.back().integer_scale](const KnobValues& knobs) {
       return nearest_upsample_schedule(specs, knobs, out, k);
     };
   }

@@ -143,7 +143,6 @@ std::vector<vm::Tensor> ServedModel::run_in_turn(const std::vector<vm::Tensor>& 
     if (stopping_) throw HttpError(503, "the server is shutting down");
     if (waiting_.empty() && running_ < concurrency_) {
       turn.go = true;
-      ++running_;
       turn.alone = start_run();
     } else {
       if (waiting_.size() >= options_.max_queue) {
@@ -199,6 +198,7 @@ std::vector<vm::Tensor> ServedModel::run_batched(std::vector<vm::Tensor> inputs,
 }
 
 bool ServedModel::start_run() {
+  ++running_;
   const bool company = running_ > 1 || !waiting_.empty() || !queue_.empty() ||
                        metrics_.in_flight.load(std::memory_order_relaxed) > running_;
   company_ = (company_ << 1) | (company ? 1u : 0u);
@@ -214,7 +214,6 @@ void ServedModel::release_slot() {
       Turn* next = waiting_.front();
       waiting_.pop_front();
       next->go = true;
-      ++running_;
       next->alone = start_run();
       next->cv.notify_one();
     }
@@ -230,7 +229,6 @@ void ServedModel::worker() {
     });
     if (queue_.empty()) return;  // stopping, and nothing left to run
     std::vector<std::unique_ptr<Job>> jobs = take_batch(lock);
-    ++running_;
     const bool alone = start_run();
     lock.unlock();
     run_jobs(std::move(jobs), alone);

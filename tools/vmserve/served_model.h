@@ -118,9 +118,9 @@ class ServedModel {
   // Takes the first job and, when batching, the queued jobs that may share its run.
   std::vector<std::unique_ptr<Job>> take_batch(std::unique_lock<std::mutex>& lock);
   void run_jobs(std::vector<std::unique_ptr<Job>> jobs, bool alone);
-  // Counts a run start (mu_ held): whether it had company (another run in flight, a
-  // request queued or being parsed). Returns whether it may use every thread: it and the
-  // kLoneStarts - 1 starts before it all had none.
+  // Takes a run slot (mu_ held) and counts the start: whether it had company (another run in
+  // flight, a request queued or being parsed). Returns whether it may use every thread: it
+  // and the kLoneStarts - 1 starts before it all had none.
   bool start_run();
   // One run; `alone`: it may use every thread (start_run).
   std::vector<vm::Tensor> run_one(const std::vector<vm::Tensor>& inputs, bool alone);
