@@ -194,6 +194,7 @@ void generate_kernels(Lowered& lowered, const LowerOptions& options, KernelStats
   dispatch::CompileOptions co;
   co.library_index = static_cast<uint32_t>(exe.libraries.size());
   co.progress = options.progress;
+  co.lowered = options.lowered;
   dispatch::CompiledKernels compiled = dispatch::compile_kernels(ops, options.target, co);
   DYNVM_INTERNAL_CHECK(compiled.kernels.size() == exe.kernels.size(), "compiled ",
                        compiled.kernels.size(), " kernels of ", exe.kernels.size());

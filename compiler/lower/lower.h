@@ -70,6 +70,8 @@ struct LowerOptions {
   std::shared_ptr<const tune::CostModel> cost_model;
   // Kernel compilation progress: (done, total, what).
   std::function<void(size_t, size_t, const std::string&)> progress;
+  // Each kernel variant's lowered TIR, as generate_kernels makes it (vmc --dump-tir).
+  std::function<void(const tir::LoweredFunc&)> lowered;
 };
 
 // One kernel the bytecode calls: its binding instantiated for concrete argument types.

@@ -20,6 +20,7 @@ CompiledKernels compile_kernels(const std::vector<SpecializedOp>& ops,
         user_error("kernel symbol ", v.symbol, " is made twice: two ops named ", op.name, "?");
       }
       funcs.push_back(ops::lower_op(v.op, v.knobs, v.symbol));
+      if (options.lowered) options.lowered(funcs.back());
       if (options.progress) options.progress(funcs.size(), total, v.symbol);
     }
     out.kernels.push_back(dispatch_table(op, options.library_index));

@@ -24,6 +24,8 @@ struct CompileOptions {
   // Called after each variant is lowered (done, total) and once more before LLVM runs
   // with done == total; for progress displays.
   std::function<void(size_t done, size_t total, const std::string& symbol)> progress;
+  // Called with each variant's lowered TIR before LLVM runs (vmc --dump-tir).
+  std::function<void(const tir::LoweredFunc&)> lowered;
 };
 
 struct CompiledKernels {

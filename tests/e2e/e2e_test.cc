@@ -648,6 +648,29 @@ TEST_F(Vmc, DumpIrAndTimePasses) {
   EXPECT_NE(line.find(" ms (unchanged"), std::string::npos) << line;
 }
 
+// --dump-tir NAME: the lowered TIR of the kernels whose name holds NAME, and of no other.
+TEST_F(Vmc, DumpTirPrintsTheMatchingKernels) {
+  const std::string model = source("examples/demo/demo.onnx");
+  auto all = vmc({model, "-o", (dir_ / "d.vmexe").string(), "--dump-tir", "", "-q"});
+  ASSERT_EQ(all.status, 0) << all.err;
+  std::vector<std::string> names;
+  for (size_t at = all.err.find("// TIR of "); at != std::string::npos;
+       at = all.err.find("// TIR of ", at + 1)) {
+    const size_t from = at + std::string("// TIR of ").size();
+    names.push_back(all.err.substr(from, all.err.find('\n', from) - from));
+    EXPECT_EQ(all.err.compare(all.err.find('\n', from) + 1, 4, "def "), 0) << all.err;
+  }
+  ASSERT_GE(names.size(), 2u) << all.err;
+  auto one = vmc({model, "-o", (dir_ / "d.vmexe").string(), "--dump-tir", names[1], "-q"});
+  ASSERT_EQ(one.status, 0) << one.err;
+  EXPECT_NE(one.err.find("// TIR of " + names[1] + "\n"), std::string::npos) << one.err;
+  for (const std::string& other : names) {
+    if (other.find(names[1]) != std::string::npos) continue;
+    EXPECT_EQ(one.err.find("// TIR of " + other + "\n"), std::string::npos) << other;
+  }
+  EXPECT_EQ(vmc({model, "--dump-tir"}).status, 2);
+}
+
 TEST_F(Vmc, DumpsEveryStepAndVerifiesEachOnRequest) {
   auto r = vmc({source("examples/demo/demo.onnx"), "-o", (dir_ / "d.vmexe").string(), "--dim",
                 "seq=1..512", "--dump-ir", "after:all", "--verify-each", "-q"});

@@ -6,9 +6,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 #include <memory>
 
+#include "kernels/tir/printer.h"
 #include "kernels/tune/records.h"
 #include "tools/vmc/specialize_from.h"
 #include "vm/error.h"
@@ -66,6 +68,14 @@ vm::Executable compile_model(Options o, std::string_view model_bytes) {
   o.compile.lower.progress = [&](size_t d, size_t t, const std::string& w) {
     progress.update(d, t, w);
   };
+  if (o.dump_tir) {
+    // Where --dump-ir writes, as the kernels are lowered.
+    std::ostream* log = o.compile.log != nullptr ? o.compile.log : &std::cerr;
+    o.compile.lower.lowered = [filter = *o.dump_tir, log](const tir::LoweredFunc& f) {
+      if (f.func.name.find(filter) == std::string::npos) return;
+      *log << "// TIR of " << f.func.name << "\n" << tir::to_string(f) << "\n";
+    };
+  }
   const std::string name = std::filesystem::path(o.model).filename().string();
   o.compile.lower.producer = "vmc 0.1 from " + name;
   auto start = std::chrono::steady_clock::now();

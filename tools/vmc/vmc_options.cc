@@ -81,6 +81,8 @@ options:
   --dump-ir after:STEP   print the IR after a step (the graph, the placement or the
                          bytecode): )" +
          joined_step_names() + R"(
+  --dump-tir NAME        print the lowered TIR of every kernel variant whose name
+                         contains NAME ("" for all), as kernels are generated
   --time-passes          print how long each step took and what it changed
   --verify-each          check the IR after every step (always on in Debug builds)
   -q, --quiet            no progress display
@@ -119,6 +121,8 @@ Options parse_options(int argc, const char* const* argv) {
       o.compile.lower.rank_schedules = false;
     } else if (a == "--no-plan-memory") {
       o.compile.lower.plan_memory = false;
+    } else if (a == "--dump-tir") {
+      o.dump_tir = value(i, a);
     } else if (a == "--time-passes") {
       o.compile.time_passes = true;
     } else if (a == "--verify-each") {

@@ -1,6 +1,7 @@
 // vmc's command line (vmc.cc runs it). Separate so that tests can check parsing.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "compiler/pipeline.h"
@@ -18,6 +19,7 @@ struct Options {
   std::string tuning_log;                        // --tuning-log: vmtune's records
   std::string cost_model;                        // --cost-model: vmtune --fit-model's output
   std::string specialize_from;                   // --specialize-from: vmserve's shapes file
+  std::optional<std::string> dump_tir;           // --dump-tir: kernels whose name has it
   frontends::onnx_import::ImportOptions import;  // --dim ranges and aliases
   compiler::CompileOptions compile;
   bool help = false;
