@@ -36,7 +36,8 @@ bool mentions(const arith::Expr& e, const std::vector<arith::Var>& vars) {
 // own last dims by exactly those axes, in order, with the same extents past the first (so
 // that its offset is the flat index plus a base), or mentions none of them (a per-channel
 // scale of [1, c, 1, 1] over [n, c, h, w]). A read of a computed tensor (inlined later, its
-// own reads unseen) that mentions them stops the run. At least 1 (the last axis alone).
+// own reads unseen) that mentions them stops the run, as does a use of them as a value. At
+// least 1 (the last axis alone).
 size_t flat_trailing_axes(const te::Stage& stage) {
   const te::Indices& axes = stage.op_axis();
   const std::vector<arith::Expr>& shape = stage.tensor()->shape();
@@ -47,7 +48,14 @@ size_t flat_trailing_axes(const te::Stage& stage) {
                                            axes.end());
     bool flat = true;
     tir::visit(stage.body(), [&](const tir::Expr& e) {
-      if (!flat || e.kind() != tir::ExprKind::kTensorRead) return;
+      if (!flat) return;
+      // An axis the body computes with (a Trilu's column minus row) would come back from
+      // the flat index by a division per element.
+      if (e.kind() == tir::ExprKind::kIndexValue) {
+        flat = !mentions(e->index, trailing);
+        return;
+      }
+      if (e.kind() != tir::ExprKind::kTensorRead) return;
       const std::vector<arith::Expr>& at = e->indices;
       bool any = false;
       for (const arith::Expr& index : at) any = any || mentions(index, trailing);

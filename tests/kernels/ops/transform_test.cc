@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "kernels/arith/analyzer.h"
+#include "kernels/tir/printer.h"
 #include "tests/kernels/ops/op_test_util.h"
 #include "tests/kernels/support/tir_eval.h"
 #include "tests/support/expect_user_error.h"
@@ -666,6 +667,15 @@ TEST(Trilu, ConstantAndRunTimeDiagonalsOnSymbolicShapes) {
     expect_close(y, trilu_ref(x, true, k), 0, 0, "k = " + std::to_string(k));
   }
   EXPECT_USER_ERROR(trilu({kF32, {r}}, true), "trilu: the input has rank 1");
+}
+
+// The kept-or-zero test reads the row and the column: the kernel runs row by row, the
+// column vectorized, not over a flat index that each element would divide back apart.
+TEST(Trilu, RunsRowByRowWithoutDividingAFlatIndex) {
+  arith::Var r("r"), c("c");
+  const std::string lowered = tir::to_string(lower_op(trilu({kF32, {r, c}}, true, 0), {}, "t"));
+  EXPECT_EQ(lowered.find("floormod"), std::string::npos) << lowered;
+  EXPECT_NE(lowered.find("ramp("), std::string::npos) << lowered;  // vectors of columns
 }
 
 }  // namespace
