@@ -20,7 +20,10 @@
 // Soundness does not rest on the simplifier: lo and hi are built so that the atoms hold by
 // construction (a * floordiv(x, a) <= x). When no if qualifies (atoms not affine, a symbolic
 // coefficient, r depending on a let or on v itself, ==, !=, ||), the loop is left alone.
-// GPU-bound loops are never partitioned.
+// GPU-bound loops are never partitioned. Nor is an unrolled loop of constant range (a register
+// tile's columns) whose split point would be symbolic: its copies must index the tile at
+// constants, so it keeps its guard and the loops inside it are partitioned instead (a
+// vectorized one gets a masked tail).
 #include <optional>
 #include <unordered_map>
 #include <utility>
@@ -298,6 +301,15 @@ class Partitioner : public StmtMutator {
     Expr end = an_.simplify(s->min + s->extent);
     Expr lo = g.lower.defined() ? clamp(g.lower, m, end) : m;
     Expr hi = g.upper.defined() ? clamp(g.upper, lo, end) : end;
+    // An unrolled loop of constant range becomes copies at constant values, which index a
+    // register tile. Split at a symbolic point, a part starting there keeps a symbolic
+    // variable (a tile's last columns as `for (c, n floordiv 16 - io*2, ...)`), and the
+    // tile goes to memory: such a loop keeps its guard for the loops inside to partition.
+    if (s->for_kind == ForKind::kUnrolled && m.is_int_imm() && s->extent.is_int_imm()) {
+      const bool symbolic_main = !lo.is_int_imm();
+      const bool symbolic_tail = g.upper.defined() && !g.exact && !hi.is_int_imm();
+      if (symbolic_main || symbolic_tail) return recurse(s, s->min, s->extent, s->body);
+    }
 
     GuardWalker main_walker(v.id(), an_, GuardWalker::Mode::kMain, &g);
     GuardWalker outside_walker(v.id(), an_, GuardWalker::Mode::kOutside, &g);

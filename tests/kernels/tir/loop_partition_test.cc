@@ -231,5 +231,28 @@ TEST(TirLoopPartition, TailOfAnUnrolledLoopStaysUnrolled) {
   expect_equivalent_1d(f, g);
 }
 
+TEST(TirLoopPartition, UnrolledTileLoopKeepsConstantRangeAndItsGuard) {
+  // A register tile of 3 vectors of 16: splitting c at a symbolic point would leave copies
+  // indexed by a variable (and the tile in memory). c stays whole and unrolled with its
+  // guard, and the vectorized loop inside is what gets partitioned.
+  Var n("n"), io("io"), c("c"), ci("ci");
+  auto A = buf("A", {n}), B = buf("B", {n}), C = buf("C", {n});
+  arith::Expr i = io * 48 + c * 16 + ci;
+  Stmt store = make_store(C, {i}, load(A, {i}) + load(B, {i}));
+  Stmt tile = make_for(c, 0, 3, ForKind::kUnrolled,
+                       make_for(ci, 0, 16, ForKind::kVectorized, make_if(arith::lt(i, n), store)));
+  PrimFunc f{"tile", {A, B, C}, 2,
+             make_for(io, 0, arith::floordiv(n + 47, 48), ForKind::kSerial, tile)};
+  PrimFunc g = partition(f);
+  int unrolled = 0;
+  for_each_stmt(g.body, [&](const Stmt& st) {
+    if (st.kind() != StmtKind::kFor || st->for_kind != ForKind::kUnrolled) return;
+    ++unrolled;
+    EXPECT_TRUE(st->min.is_int_imm() && st->extent.is_int_imm()) << to_string(g);
+  });
+  EXPECT_GE(unrolled, 1) << to_string(g);
+  expect_equivalent_1d(f, g);
+}
+
 }  // namespace
 }  // namespace dynvm::tir::test
