@@ -108,7 +108,8 @@ constexpr int64_t kRowBlock = 8;
 // loops, the lanes and tails as reductions, `combined` (lane_reduce's results) and
 // `elementwise` (full-size intermediates) like the output, vectorized. With rows (rank >= 2)
 // and no row outputs, every stage is computed per block of kRowBlock rows of the output
-// (the last row dim split, fused with the dims outside it into the parallel loop), so a
+// (the last row dim split, fused with the dims outside it into the parallel loop, or with a
+// symbolic number of blocks parallel outermost and those dims inside), so a
 // row is read from memory once and written once; otherwise every stage runs at the root
 // over the whole tensor.
 std::function<te::Schedule(const KnobValues&)> lane_schedule(
@@ -137,15 +138,32 @@ std::function<te::Schedule(const KnobValues&)> lane_schedule(
       extents.push_back(shape[d]);
     }
     auto [block, in_block] = y.split(y.axis(rank - 2), kRowBlock);
-    te::IterVarRef rows = fuse_while_constant(
-        y, outer, extents, block, arith::floordiv(shape[rank - 2] + (kRowBlock - 1), kRowBlock));
+    const arith::Expr blocks = arith::floordiv(shape[rank - 2] + (kRowBlock - 1), kRowBlock);
+    te::IterVarRef rows;  // the loop a block of rows is computed at
+    te::IterVarRef threads;
+    if (arith::simplify(blocks).is_int_imm()) {
+      rows = threads = fuse_while_constant(y, outer, extents, block, blocks);
+    } else {
+      // A symbolic number of blocks: they run in parallel outermost, the outer dims inside
+      // each (as attention's blocks do). With the outer dims outside, each (batch, head) of a
+      // [n, 4, s, s] softmax was a parallel loop of s / 8 blocks of its own, too short to
+      // share (2 threads: 100 us at s = 128, static 50; now 57). Fused with the constant
+      // outer dims instead, the block's quotient is not affine in the parallel variable, its
+      // rows keep a guard loop_partition cannot cut, and the kernel ran 74 us.
+      std::vector<te::IterVarRef> order{block};
+      order.insert(order.end(), outer.begin(), outer.end());
+      order.insert(order.end(), {in_block, y.axis(y.num_axes() - 1)});
+      y.reorder(order);
+      threads = block;
+      rows = outer.empty() ? block : outer.back();
+    }
     auto vectorize_last = [&](te::Stage& stage) {
       te::IterVarRef last = stage.axis(stage.num_axes() - 1);
       if (vector_width > 1) last = stage.split(last, vector_width).second;
       stage.vectorize(last);
     };
     vectorize_last(y);
-    if (parallel) y.parallel(rows);
+    if (parallel) y.parallel(threads);
     for (const te::TensorRef& p : stages.partials) {
       s[p].compute_at(y, rows);
       schedule_lanes(s, p, false);

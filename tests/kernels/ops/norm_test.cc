@@ -5,9 +5,11 @@
 #include "kernels/ops/norm.h"
 
 #include <cmath>
+#include <sstream>
 #include <tuple>
 #include <utility>
 
+#include "kernels/tir/printer.h"
 #include "tests/kernels/ops/op_test_util.h"
 
 namespace dynvm::ops::testing {
@@ -49,6 +51,7 @@ class Norms : public ::testing::Test {
                    softmax(sym, -1),
                    {{"unroll", 4}, {"vector_width", 16}, {"parallel", 0}}});
     ops.push_back({"softmax_static", softmax({kF32, dims({3, 7, 129})}, 2)});
+    ops.push_back({"softmax_heads", softmax({kF32, {a, 4, b, c}}, -1)});
     ops.push_back({"layer_norm_last", layer_norm(sym, {kF32, {c}}, TensorType{kF32, {c}}, -1)});
     ops.push_back({"layer_norm_two", layer_norm(sym, {kF32, {b, c}}, std::nullopt, 1, 1e-3)});
     ops.push_back({"layer_norm_static", layer_norm({kF32, dims({3, 7, 129})}, {kF32, dims({129})},
@@ -88,6 +91,29 @@ TEST_F(Norms, SoftmaxAndLogSoftmaxOverLastAndMiddleAxes) {
   vm::Tensor x = random_tensor({3, 7, 129}, kF32, rng, -5, 5);
   expect_close(run_op(*lib_, "softmax_static", {x}, {3, 7, 129}, kF32),
                softmax_ref(x, {3, 7, 129}, 2, false), 1e-5, 1e-6, "softmax_static");
+}
+
+// Attention scores [n, heads, s, s]: the blocks of 8 rows are one parallel loop at the root
+// (a main part and a tail), the batch and heads inside each block, not a parallel loop per
+// (batch, head).
+TEST_F(Norms, SoftmaxOverASymbolicRowCountRunsItsBlocksInParallelOutermost) {
+  arith::Var a("a"), b("b"), c("c");
+  std::istringstream lowered(
+      tir::to_string(lower_op(softmax({kF32, {a, 4, b, c}}, -1), {}, "heads")));
+  int calls = 0;
+  for (std::string line; std::getline(lowered, line);) {
+    if (line.find("parallel_call(") == std::string::npos) continue;
+    ++calls;
+    EXPECT_EQ(line.rfind("  parallel_call(", 0), 0u) << line;  // in the function's body
+  }
+  EXPECT_EQ(calls, 2);
+  std::mt19937 rng(22);
+  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 4, 1, 3}, {2, 4, 9, 17}, {3, 4, 16, 40}}) {
+    vm::Tensor x = random_tensor(s, kF32, rng, -5, 5);
+    const vm::Shape rows{s[0] * s[1], s[2], s[3]};  // the same rows, as softmax_ref's [a, b, c]
+    expect_close(run_op(*lib_, "softmax_heads", {x}, s, kF32), softmax_ref(x, rows, 2, false),
+                 1e-5, 1e-6, "softmax_heads " + shape_name(s));
+  }
 }
 
 TEST_F(Norms, TunedKnobsKeepTheValues) {
