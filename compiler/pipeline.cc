@@ -88,8 +88,7 @@ constexpr Step kSteps[] = {
      [](Compilation& c, const CompileOptions& o) {
        StepReport r = graph(c, infer_types(c.typed));
        c.typed_yet = true;
-       std::ostream& log = o.log != nullptr ? *o.log : std::cerr;
-       for (const std::string& w : c.typed.warnings) log << "warning: " << w << "\n";
+       for (const std::string& w : c.typed.warnings) log_of(o) << "warning: " << w << "\n";
        return r;
      }},
     {"simplify", Form::kGraph,
@@ -167,8 +166,6 @@ constexpr Step kSteps[] = {
 constexpr const char* kFirstLoweringStep = "place_devices";
 
 // ---- running it ----
-
-std::ostream& log_of(const CompileOptions& o) { return o.log != nullptr ? *o.log : std::cerr; }
 
 bool dumps(const CompileOptions& o, const std::string& step) {
   return o.dump_after == step || o.dump_after == "all";
@@ -278,5 +275,7 @@ vm::Executable lower_module(const TypedModule& typed, const LowerOptions& option
   run_steps(c, o, kFirstLoweringStep);
   return std::move(c.lowered.exe);
 }
+
+std::ostream& log_of(const CompileOptions& o) { return o.log != nullptr ? *o.log : std::cerr; }
 
 }  // namespace dynvm::compiler

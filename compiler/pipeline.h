@@ -71,6 +71,9 @@ struct CompileOptions {
   std::ostream* log = nullptr;  // dumps, timings and warnings; std::cerr when null
 };
 
+// Where dumps, timings and warnings go: options.log, or std::cerr.
+std::ostream& log_of(const CompileOptions& options);
+
 // The steps of `compile`, in order (what --dump-ir after:STEP and --time-passes name).
 std::vector<std::string> pipeline_step_names();
 

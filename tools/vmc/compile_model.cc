@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <iterator>
 #include <memory>
 
@@ -70,7 +69,7 @@ vm::Executable compile_model(Options o, std::string_view model_bytes) {
   };
   if (o.dump_tir) {
     // Where --dump-ir writes, as the kernels are lowered.
-    std::ostream* log = o.compile.log != nullptr ? o.compile.log : &std::cerr;
+    std::ostream* log = &compiler::log_of(o.compile);
     o.compile.lower.lowered = [filter = *o.dump_tir, log](const tir::LoweredFunc& f) {
       if (f.func.name.find(filter) == std::string::npos) return;
       *log << "// TIR of " << f.func.name << "\n" << tir::to_string(f) << "\n";
