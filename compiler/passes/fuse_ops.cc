@@ -66,6 +66,17 @@ class Fuser : public ExprMutator {
     TypedModule out = typed_;
     for (auto& f : out.module.functions) f = mutate_function(f);
     for (auto& f : fused_) out.module.functions.push_back(f);
+    // A member's run-time checks (a conv's new output dim must not be negative) hold before
+    // the group runs: they are asserted before the fused call, which binds the last member.
+    for (const auto& [member, call] : checks_moved_) {
+      auto it = out.checks.find(member);
+      if (it == out.checks.end()) continue;
+      std::vector<RunCheck> moved = std::move(it->second);
+      out.checks.erase(it);
+      std::vector<RunCheck>& to = out.checks[call];
+      to.insert(to.end(), std::make_move_iterator(moved.begin()),
+                std::make_move_iterator(moved.end()));
+    }
     return PassResult(std::move(out), !fused_.empty(),
                       str_cat(fused_.size(), " groups fused (", fused_calls_, " calls)"));
   }
@@ -95,7 +106,11 @@ class Fuser : public ExprMutator {
     for (const Group& g : groups) {
       if (g.members.size() < 2) continue;
       last_of[g.members.back()] = &g;
-      for (size_t k = 0; k + 1 < g.members.size(); ++k) inner.insert(g.members[k]);
+      for (size_t k = 0; k + 1 < g.members.size(); ++k) {
+        inner.insert(g.members[k]);
+        checks_moved_.emplace_back(lets[g.members[k]].var->var_id,
+                                   lets[g.members.back()].var->var_id);
+      }
     }
     std::vector<Let> out;
     for (size_t i = 0; i < lets.size(); ++i) {
@@ -129,7 +144,6 @@ class Fuser : public ExprMutator {
     }
     auto known = typed_.facts.find(let.var->var_id);
     if (known != typed_.facts.end() && known->second.value) return kNone;  // a host value
-    if (typed_.checks.count(let.var->var_id) != 0) return kNone;           // checked before it runs
     // A fused function's body reads only its parameters and constants: a call whose operand
     // is a nested expression (the recurrent cells build `Add(MatMul(..), MatMul(..))`) stays
     // out of groups.
@@ -273,6 +287,7 @@ class Fuser : public ExprMutator {
   std::unordered_map<uint64_t, Type> types_;
   std::vector<std::shared_ptr<const Function>> fused_;
   size_t fused_calls_ = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> checks_moved_;  // member var -> fused call's var
 };
 
 }  // namespace

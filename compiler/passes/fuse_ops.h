@@ -11,7 +11,9 @@
 //     one group, each of the group's shape; its other operands are earlier values
 //     (broadcast into the shape) or constants;
 //   - every member but the last is used only inside the group (else the group is cut back);
-//   - calls whose value type inference already knows (host shape values) are never fused.
+//   - calls whose value type inference already knows (host shape values) are never fused;
+//   - a member's run-time checks (infer_types' RunChecks: a conv's new output dim must not
+//     be negative) move to the fused call and are asserted before the group runs.
 // Runs after infer_types on the typed module; nested bodies (If branches, Loop bodies) are
 // fused too. The fused functions' parameters are the group's non-scalar inputs (constants
 // included, so weights stay kernel arguments); scalar constants stay in the body, and

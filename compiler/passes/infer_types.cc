@@ -427,10 +427,12 @@ class TypeInferencer : public ExprMutator {
     ctx.set_symbolizer([&](size_t i) { return symbolize(args.at(i), facts.at(i)); });
     std::vector<ValueFacts> outputs = op->infer(ctx);
     // Dims computed from run-time values may come out negative: checked before the op runs.
+    // A dim of a tensor in scope is a size already (KnownSizes): an elementwise op over a
+    // conv's output has nothing left to check.
     for (size_t k = 0; k < outputs.size(); ++k) {
       if (!outputs[k].type.is_tensor()) continue;
       for (const Dim& d : outputs[k].type->dims) {
-        if (d.is_any() || d.is_const()) continue;
+        if (d.is_any() || d.is_const() || ctx.is_known_size(d)) continue;
         ctx.require(arith::ge(d.expr(), 0), "output ", k, " would have the negative dim ",
                     to_string(d));
       }

@@ -189,5 +189,59 @@ fn @main(%x: f32[n, 8]) {
   EXPECT_TRUE(primitives(t.module).empty()) << print_module(t.module);
 }
 
+// A strided conv's output length (l - 3) floordiv 2 + 1 is a new dim, negative for l < 1:
+// the conv carries a run-time check. Its epilogue fuses all the same (before, a checked
+// binding stayed out of groups, and the Relu and Mul after it, whose dims are the conv's and
+// need no check, each ran as a kernel), and the check is asserted before the fused call.
+TEST(FuseOps, AConvWithARunTimeCheckTakesItsEpilogue) {
+  TypedModule t = fused(R"(dim n: 1..8
+dim l: 0..4096
+fn @main(%x: f32[n, 4, l], %w: f32[8, 4, 3]) {
+  %c = Conv(%x, %w) {strides=[2]}
+  %r = Relu(%c)
+  %y = Mul(%r, const(f32[], [0.5]))
+  return %y
+}
+)");
+  auto groups = primitives(t.module);
+  ASSERT_EQ(groups.size(), 1u) << print_module(t.module);
+  EXPECT_EQ(count_lets(groups[0]->body), 3u) << print_module(t.module);
+  ASSERT_EQ(t.checks.size(), 1u);  // the conv's, now on the fused call
+
+  vm::VirtualMachine machine(vm::Program::load(lower_module(t)));
+  vm::Tensor w = seeded({8, 4, 3}, 1.0f, 6);
+  for (int64_t l : {3, 4, 17}) {
+    vm::Tensor x = seeded({2, 4, l}, 1.0f, 7 + static_cast<int>(l));
+    std::vector<vm::Value> in{x, w};
+    const vm::Tensor y = machine.run(in).at(0).as_tensor();
+    const int64_t out_len = (l - 3) / 2 + 1;
+    ASSERT_EQ(y.shape(), (vm::Shape{2, 8, out_len}));
+    for (int64_t b = 0; b < 2; ++b) {
+      for (int64_t o = 0; o < 8; ++o) {
+        for (int64_t p = 0; p < out_len; ++p) {
+          double s = 0;
+          for (int64_t c = 0; c < 4; ++c) {
+            for (int64_t k = 0; k < 3; ++k) {
+              s += double{x.data_as<float>()[(b * 4 + c) * l + 2 * p + k]} *
+                   w.data_as<float>()[(o * 4 + c) * 3 + k];
+            }
+          }
+          EXPECT_NEAR(y.data_as<float>()[(b * 8 + o) * out_len + p], 0.5 * std::max(s, 0.0),
+                      1e-5)
+              << "l " << l;
+        }
+      }
+    }
+  }
+  vm::Tensor short_x = seeded({1, 4, 0}, 1.0f, 8);
+  std::vector<vm::Value> in{short_x, w};
+  try {
+    machine.run(in);
+    ADD_FAILURE() << "a length-0 input ran";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("negative dim"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace dynvm::compiler
