@@ -40,6 +40,17 @@ std::optional<std::vector<Dim>> combine_values(const OpContext& ctx, const std::
       out.push_back(ctx.sub(x, y));
     } else if (op == "Mul") {
       out.push_back(ctx.mul(x, y));
+    } else if (op == "Mod") {
+      // Integer Mod: fmod=0 takes the divisor's sign (floor modulo), fmod=1 the dividend's
+      // (C's %); the two agree for a size modulo a positive constant, which is what shape
+      // code computes (torch's `x.shape[3] % 2` before a pixel unshuffle's pad).
+      const bool c_style = ctx.attr_int("fmod", 0) != 0;
+      if (y.is_const() && y.value() > 0 && !x.is_any() &&
+          (!c_style || ctx.provable(arith::ge(x.expr(), 0)))) {
+        out.push_back(ctx.floormod(x, y));
+      } else {
+        out.push_back(Dim::any());
+      }
     } else if (x.is_const() && y.is_const()) {  // Div: C truncation on integers
       if (y.value() == 0) return std::nullopt;
       out.emplace_back(x.value() / y.value());
@@ -191,7 +202,7 @@ void register_elementwise_ops() {
                  return std::vector<ValueFacts>{tensor_facts(ctx.dtype(0), ctx.dims(0))};
                }});
   for (const char* op : {"Add", "Sub", "Mul", "Div"}) binary(op, true, false, true);
-  binary("Mod", true, false, false);
+  binary("Mod", true, false, true);
   binary("Pow", false, false, false);
   binary("PRelu", false, false, false);
   binary("Equal", true, true, true);

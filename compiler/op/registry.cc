@@ -195,5 +195,10 @@ Dim OpContext::floordiv(const Dim& a, const Dim& b) const {
   if (b.is_const() && b.value() == 0) fail("division of a dim by zero");
   return simplify(arith::floordiv(a.expr(), b.expr()));
 }
+Dim OpContext::floormod(const Dim& a, const Dim& b) const {
+  if (a.is_any() || b.is_any()) return Dim::any();
+  if (b.is_const() && b.value() == 0) fail("modulo of a dim by zero");
+  return simplify(arith::floormod(a.expr(), b.expr()));
+}
 
 }  // namespace dynvm::compiler

@@ -137,6 +137,7 @@ class OpContext {
   Dim sub(const Dim& a, const Dim& b) const;
   Dim mul(const Dim& a, const Dim& b) const;
   Dim floordiv(const Dim& a, const Dim& b) const;
+  Dim floormod(const Dim& a, const Dim& b) const;
   Dim simplify(const Dim& d) const;
   // 1 / 0 when a == b is provable / provably false over the dims' declared ranges, else Any.
   Dim equal(const Dim& a, const Dim& b) const;

@@ -102,6 +102,27 @@ fn @main(%x: f32[n, 5, 96], %cls: f32[1, 1, 96]) {
   EXPECT_NE(out.find("-> f32[n, 6, 96] {"), std::string::npos) << out;
 }
 
+// torch's pixel unshuffle after `F.pad(y, (0, y.shape[3] % 2, ...))`: the pad is a Mod of a
+// dim read off a Shape. Its value is followed (w floormod 2, for either fmod), so the padded
+// channels stay 8 and the conv after the unshuffle types; before, the pads were opaque and
+// the conv's channels symbolic, which no conv kernel takes.
+TEST(InferTypes, ModOfADimKeepsTheValue) {
+  const std::string out = inferred(R"(dim n: 1..8
+dim w: 1..4096
+fn @main(%x: f32[n, 8, w], %k: f32[4, 8, 1]) {
+  %s = Shape(%x)
+  %last = Gather(%s, const(i64[1], [2])) {axis=0}
+  %odd = Mod(%last, const(i64[1], [2]))
+  %c_odd = Mod(%last, const(i64[1], [2])) {fmod=1}
+  %pads = Concat(const(i64[2], [0, 0]), %odd, const(i64[2], [0, 0]), %c_odd) {axis=0}
+  %p = Pad(%x, %pads)
+  %y = Conv(%p, %k)
+  return (%y)
+})");
+  EXPECT_NE(out.find("%p: f32[n, 8, w + (w floormod 2)*2] = Pad"), std::string::npos) << out;
+  EXPECT_NE(out.find("-> f32[n, 4, w + (w floormod 2)*2] {"), std::string::npos) << out;
+}
+
 // `if last dim == 1 then squeeze`: decided by the declared range of n, so the If is gone.
 TEST(InferTypes, IfDecidedByDimRangesBecomesItsBranch) {
   const char* text = R"(dim n: RANGE
