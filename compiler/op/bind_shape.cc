@@ -175,10 +175,20 @@ KernelBinding bind_pad(const BindContext& ctx) {
     const bool value = ctx.has_input(2);
     std::vector<size_t> args{0, 1};
     if (value) args.push_back(2);
-    return kernel_binding(ctx, "Pad", str_cat("run_time;mode=", static_cast<int>(mode), key), args,
-                          [=](const auto& t) {
+    // The pads inference knows (zeros beside a computed `x.shape[3] % 2`).
+    std::vector<std::optional<int64_t>> known;
+    std::string known_key;
+    if (const auto& v = ctx.input(1).value) {
+      for (const Dim& d : *v) {
+        known.push_back(d.is_const() ? std::optional<int64_t>(d.value()) : std::nullopt);
+        known_key += d.is_const() ? std::to_string(d.value()) + "," : std::string("?,");
+      }
+    }
+    return kernel_binding(ctx, "Pad",
+                          str_cat("run_time;mode=", static_cast<int>(mode), ";known=", known_key, key),
+                          args, [=](const auto& t) {
                             return ops::pad_at_run_time(t[0], t[1], value ? &t[2] : nullptr, mode,
-                                                        shape);
+                                                        shape, known);
                           });
   }
   std::vector<int64_t> pads = ctx.const_ints(1, "Pad's pads");

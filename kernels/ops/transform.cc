@@ -467,25 +467,45 @@ OpInstance pad(const TensorType& x, const std::vector<int64_t>& pads, PadMode mo
 }
 
 OpInstance pad_at_run_time(const TensorType& x, const TensorType& pads, const TensorType* value,
-                           PadMode mode, const std::vector<Expr>& shape) {
+                           PadMode mode, const std::vector<Expr>& shape,
+                           const std::vector<std::optional<int64_t>>& known) {
   const size_t rank = x.shape.size();
   if (shape.size() != rank) user_error("pad: an output of rank ", shape.size(), " for ", rank);
   if (pads.shape.size() != 1 || !is_const(pads.shape[0], static_cast<int64_t>(2 * rank)) ||
       !vm::is_integer(pads.dtype)) {
     user_error("pad: pads must be an integer vector of ", 2 * rank, " elements");
   }
+  if (!known.empty() && known.size() != 2 * rank) {
+    user_error("pad: ", known.size(), " known pads for ", 2 * rank);
+  }
   if (value != nullptr && value->dtype != x.dtype) user_error("pad: the value's dtype is not x's");
+  auto known_pad = [&](size_t k) { return known.empty() ? std::nullopt : known[k]; };
   te::TensorRef in = te::placeholder("X", x.shape, x.dtype);
   std::vector<te::TensorRef> inputs{in, te::placeholder("pads", pads.shape, pads.dtype)};
   if (value != nullptr) inputs.push_back(te::placeholder("value", value->shape, value->dtype));
   te::TensorRef out = te::compute("Y", shape, [&](const te::Indices& i) {
-    std::vector<arith::Var> begins;
+    std::vector<std::pair<arith::Var, int64_t>> begins;  // read from pads at run time
     std::vector<Expr> idx;
     Expr inside = arith::make_bool(true);
     for (size_t k = 0; k < rank; ++k) {
-      begins.emplace_back("begin" + std::to_string(k));
       const Expr& d = x.shape[k];
-      Expr src = i[k] - begins.back();
+      const std::optional<int64_t> begin = known_pad(k), end = known_pad(k + rank);
+      if (begin && end) {
+        // Both known (a shape computation's zeros): the constant form, no read, and no
+        // condition on an axis that is not padded.
+        idx.push_back(pad_source(mode, i[k], *begin, *end, d));
+        Expr src = *begin == 0 ? Expr(i[k]) : i[k] - *begin;
+        if (*begin > 0) inside = arith::logical_and(inside, arith::ge(src, 0));
+        if (*end > 0) inside = arith::logical_and(inside, arith::lt(src, d));
+        continue;
+      }
+      Expr src = i[k];
+      if (begin) {
+        src = i[k] - *begin;
+      } else {
+        begins.emplace_back(arith::Var("begin" + std::to_string(k)), static_cast<int64_t>(k));
+        src = i[k] - begins.back().first;
+      }
       if (mode == PadMode::kReflect) {
         src = arith::max(src, 0 - src);
         src = arith::min(src, (d - 1) + (d - 1) - src);
@@ -500,8 +520,8 @@ OpInstance pad_at_run_time(const TensorType& x, const TensorType& pads, const Te
                            : tir::make_const(tir::DataType{x.dtype, 1}, 0);
       v = tir::select(tir::index_value(inside, tir::boolean()), v, fill);
     }
-    for (size_t k = rank; k-- > 0;) {
-      v = tir::let_index(begins[k], te::read(inputs[1], std::vector<Expr>{static_cast<int64_t>(k)}),
+    for (size_t k = begins.size(); k-- > 0;) {
+      v = tir::let_index(begins[k].first, te::read(inputs[1], std::vector<Expr>{begins[k].second}),
                          v);
     }
     return v;

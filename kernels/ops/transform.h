@@ -96,8 +96,12 @@ OpInstance pad(const TensorType& x, const std::vector<int64_t>& pads,
 // one-element tensor of x's dtype; null: 0) read by the kernel at run time. `shape` is the
 // output's (its dims bound from the output argument). Reads stay inside x whatever the
 // values; the caller checks them (an empty dim padded, reflect pads as large as the dim).
+// `known` (empty, or one entry per pad) holds the pads known at compile time (a shape
+// computation's zeros beside an `x.shape[3] % 2`): an axis whose two pads are known takes
+// the constant form, without a read or, when it is not padded, a condition.
 OpInstance pad_at_run_time(const TensorType& x, const TensorType& pads, const TensorType* value,
-                           PadMode mode, const std::vector<arith::Expr>& shape);
+                           PadMode mode, const std::vector<arith::Expr>& shape,
+                           const std::vector<std::optional<int64_t>>& known = {});
 
 // ONNX Tile: output dim k is input dim k times repeats[k] (repeats >= 0, one per dim).
 OpInstance tile(const TensorType& x, const std::vector<int64_t>& repeats);

@@ -376,14 +376,21 @@ int64_t pad_position(int64_t o, int64_t begin, int64_t d, PadMode mode) {
   return -1;
 }
 
+// `pads_input`: the kernel reads the pads from its second argument (pad_at_run_time).
 void check_pad(const OpLibrary& lib, const PadCase& c, const vm::Shape& shape, vm::DType dtype,
-               std::mt19937& rng) {
+               std::mt19937& rng, bool pads_input = false) {
   vm::Tensor x = input(shape, dtype, rng);
+  std::vector<vm::Tensor> ins{x};
+  if (pads_input) {
+    vm::Tensor p = vm::Tensor::empty({static_cast<int64_t>(c.pads.size())}, kI64);
+    for (size_t k = 0; k < c.pads.size(); ++k) p.data_as<int64_t>()[k] = c.pads[k];
+    ins.push_back(p);
+  }
   size_t rank = shape.size();
   vm::Shape out;
   for (size_t k = 0; k < rank; ++k) out.push_back(shape[k] + c.pads[k] + c.pads[k + rank]);
   double fill = dtype == kBool ? (c.value != 0) : c.value;
-  check_one(lib, c.symbol, {x}, out,
+  check_one(lib, c.symbol, ins, out,
             gather(
                 {x}, out,
                 [&](const std::vector<int64_t>& o) {
@@ -416,6 +423,17 @@ std::vector<std::pair<PadCase, vm::Shape>> static_pads() {
   };
 }
 
+// The pads each kernel reads at run time, and which of them it knew when it was compiled.
+std::vector<std::pair<PadCase, std::vector<std::optional<int64_t>>>> run_time_pads() {
+  const std::optional<int64_t> unknown;
+  return {
+      {{"rt_constant", {2, 1, 0, 3}, PadMode::kConstant}, {}},
+      {{"rt_constant_known_rows", {0, 1, 0, 3}, PadMode::kConstant}, {0, unknown, 0, unknown}},
+      {{"rt_reflect_known_rows", {1, 2, 2, 0}, PadMode::kReflect}, {1, unknown, 2, unknown}},
+      {{"rt_edge_known_begin", {3, 0, 1, 2}, PadMode::kEdge}, {3, 0, unknown, unknown}},
+  };
+}
+
 vm::DType static_pad_dtype(const std::string& symbol) {
   if (symbol == "constant_bool") return kBool;
   return symbol == "edge_3d_i64" ? kI64 : kF32;
@@ -430,6 +448,12 @@ class Pad : public ::testing::Test {
       ops.push_back({c.symbol, pad({kF32, {m, n}}, c.pads, c.mode, c.value)});
     }
     ops.push_back({"edge_sym_i64", pad({kI64, {m, n}}, {0, 5, 2, 0}, PadMode::kEdge)});
+    // Pads read at run time, some known at compile time (pad_at_run_time's `known`).
+    const std::vector<arith::Expr> out{arith::Var("o0"), arith::Var("o1")};
+    const TensorType pads{kI64, dims({4})};
+    for (const auto& [c, known] : run_time_pads()) {
+      ops.push_back({c.symbol, pad_at_run_time({kF32, {m, n}}, pads, nullptr, c.mode, out, known)});
+    }
     for (const auto& [c, shape] : static_pads()) {
       ops.push_back(
           {c.symbol, pad({static_pad_dtype(c.symbol), dims(shape)}, c.pads, c.mode, c.value)});
@@ -451,6 +475,17 @@ TEST_F(Pad, ConstantReflectEdgeAndCropOnSymbolicShapes) {
   for (const vm::Shape& s : std::vector<vm::Shape>{{1, 1}, {3, 7}, {2, 129}}) {
     check_pad(*lib_, {"edge_sym_i64", {0, 5, 2, 0}, PadMode::kEdge}, s, kI64, rng);
     check_pad(*lib_, symbolic_pads()[0], s, kF32, rng);
+  }
+}
+
+// The pads a kernel reads at run time agree with numpy.pad's modes, whether it knew some of
+// them when it was compiled (those axes take the constant form) or none.
+TEST_F(Pad, PadsReadAtRunTimeWithSomeKnown) {
+  std::mt19937 rng(8);
+  for (const auto& [c, known] : run_time_pads()) {
+    for (const vm::Shape& s : std::vector<vm::Shape>{{4, 4}, {5, 7}, {3, 129}, {17, 16}}) {
+      check_pad(*lib_, c, s, kF32, rng, /*pads_input=*/true);
+    }
   }
 }
 
