@@ -72,6 +72,15 @@ KernelBinding view_binding(LoweringKind kind);
 // symbol the kernel binds from the output argument. `key` gets the pattern ("[?,3]").
 std::vector<arith::Expr> output_shape(const BindContext& ctx, size_t k, std::string* key);
 
+// Dims a builder captured from the call's types (Expand's target), for the input dims a
+// kernel variant is built with: specialize (kernels/dispatch) substitutes a bare input dim
+// n by a constant or by factor * q, and a captured n must follow, or the variant's output
+// keeps a symbol nothing binds. Each bare symbol of `original` becomes the dim at the same
+// place in `variant`.
+std::vector<arith::Expr> in_variant(const std::vector<arith::Expr>& dims,
+                                    const std::vector<arith::Expr>& original,
+                                    const std::vector<arith::Expr>& variant);
+
 // The call's input indices that are present, from `first` on.
 std::vector<size_t> present_inputs(const BindContext& ctx, size_t first = 0);
 

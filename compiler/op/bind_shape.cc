@@ -249,8 +249,10 @@ KernelBinding bind_expand(const BindContext& ctx) {
       const Dim& d = x->dims[k - offset];
       if (!d.is_any() && d.same_as(y->dims[k])) exprs[k] = d.expr();
     }
-    return kernel_binding(ctx, "Expand", "to=" + to_string(y), {0},
-                          [exprs](const auto& t) { return ops::expand_to(t[0], exprs); });
+    const std::vector<arith::Expr> from = kernel_type(x, ctx.where()).shape;
+    return kernel_binding(ctx, "Expand", "to=" + to_string(y), {0}, [exprs, from](const auto& t) {
+      return ops::expand_to(t[0], in_variant(exprs, from, t[0].shape));
+    });
   }
   if (!shape.value) {
     std::vector<int64_t> ints = ctx.const_ints(1, "Expand's shape");
@@ -266,8 +268,10 @@ KernelBinding bind_expand(const BindContext& ctx) {
     exprs.push_back(d.expr());
     text += to_string(d) + ",";
   }
-  return kernel_binding(ctx, "Expand", "shape=" + text + "]", {0},
-                        [exprs](const auto& t) { return ops::expand(t[0], exprs); });
+  const std::vector<arith::Expr> from = kernel_type(ctx.input(0).type, ctx.where()).shape;
+  return kernel_binding(ctx, "Expand", "shape=" + text + "]", {0}, [exprs, from](const auto& t) {
+    return ops::expand(t[0], in_variant(exprs, from, t[0].shape));
+  });
 }
 
 // ConstantOfShape: a fill kernel of the output's shape (its dims bound from the output).

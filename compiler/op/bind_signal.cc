@@ -9,7 +9,8 @@ namespace dynvm::compiler {
 namespace {
 
 // Output 0's dims bound from the output argument, except where they are input 0's own dims
-// (the batch and the other axes), which keep the input's expressions.
+// (the batch and the other axes), which keep the input's expressions (a builder maps them to
+// its variant's input dims with in_variant).
 std::vector<arith::Expr> shape_like_input(const BindContext& ctx, std::string* key) {
   std::vector<arith::Expr> shape = output_shape(ctx, 0, key);
   const Type& x = ctx.input(0).type;
@@ -28,12 +29,14 @@ KernelBinding bind_dft(const BindContext& ctx) {
   const bool length = ctx.has_input(1);
   std::string key;
   std::vector<arith::Expr> shape = shape_like_input(ctx, &key);
+  const std::vector<arith::Expr> from = kernel_type(ctx.input(0).type, ctx.where()).shape;
   return kernel_binding(ctx, "DFT",
                         str_cat(key, ";axis=", axis, ";inverse=", inverse, ";",
                                 key_int(ctx, "onesided", 0), ";to=", to_string(ctx.outputs()[0])),
                         length ? std::vector<size_t>{0, 1} : std::vector<size_t>{0},
                         [=](const auto& t) {
-                          return ops::dft(t[0], length ? &t[1] : nullptr, axis, inverse, shape);
+                          return ops::dft(t[0], length ? &t[1] : nullptr, axis, inverse,
+                                         in_variant(shape, from, t[0].shape));
                         });
 }
 
@@ -41,12 +44,14 @@ KernelBinding bind_stft(const BindContext& ctx) {
   const bool window = ctx.has_input(2), length = ctx.has_input(3);
   std::string key;
   std::vector<arith::Expr> shape = shape_like_input(ctx, &key);
+  const std::vector<arith::Expr> from = kernel_type(ctx.input(0).type, ctx.where()).shape;
   return kernel_binding(ctx, "STFT",
                         str_cat(key, ";window=", window, ";length=", length, ";",
                                 key_int(ctx, "onesided", 1), ";to=", to_string(ctx.outputs()[0])),
                         present_inputs(ctx), [=](const auto& t) {
                           return ops::stft(t[0], t[1], window ? &t[2] : nullptr,
-                                           length ? &t[window ? 3 : 2] : nullptr, shape);
+                                           length ? &t[window ? 3 : 2] : nullptr,
+                                           in_variant(shape, from, t[0].shape));
                         });
 }
 

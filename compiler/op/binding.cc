@@ -7,6 +7,8 @@
 #include <map>
 
 #include "compiler/op/bind_families.h"
+#include "kernels/arith/simplify.h"
+#include "kernels/tir/arith_util.h"
 #include "vm/error.h"
 
 namespace dynvm::compiler {
@@ -170,6 +172,21 @@ std::vector<arith::Expr> output_shape(const BindContext& ctx, size_t k, std::str
   }
   *key += "]";
   return shape;
+}
+
+std::vector<arith::Expr> in_variant(const std::vector<arith::Expr>& dims,
+                                    const std::vector<arith::Expr>& original,
+                                    const std::vector<arith::Expr>& variant) {
+  tir::VarMap map;
+  for (size_t k = 0; k < original.size() && k < variant.size(); ++k) {
+    if (original[k].kind() == arith::ExprKind::kVar && !arith::structural_equal(original[k], variant[k])) {
+      map[arith::Var(original[k]).id()] = variant[k];
+    }
+  }
+  if (map.empty()) return dims;
+  std::vector<arith::Expr> out;
+  for (const arith::Expr& d : dims) out.push_back(arith::simplify(tir::substitute(d, map)));
+  return out;
 }
 
 std::vector<size_t> present_inputs(const BindContext& ctx, size_t first) {

@@ -143,6 +143,28 @@ TEST(Binding, SliceEndsKnownAsDimsComeFromTheOutputType) {
   EXPECT_NE(strided.key.find("run_time"), std::string::npos) << strided.key;
 }
 
+// A kernel variant is the builder run on substituted input types (kernels/dispatch: t ->
+// 8 * q for t % 8 == 0). Expand's target [n, 5, t] is captured from the call's types, so it
+// must follow the substitution: a variant whose output kept t had a shape symbol nothing
+// binds (an internal error compiling torch's F.normalize, whose Expand is over [n, 1, t]).
+TEST(Binding, ExpandTargetsFollowTheVariantsInputDims) {
+  arith::Var n("n"), t("t"), q("q");
+  ValueFacts x = tensor_facts(vm::DType::kFloat32, {Dim(n), Dim(1), Dim(t)});
+  const Type y = tensor_type(vm::DType::kFloat32, {Dim(n), Dim(5), Dim(t)});
+  ValueFacts known = tensor(vm::DType::kInt64, {3});
+  known.value = std::vector<Dim>{Dim(n), Dim(5), Dim(t)};
+  ops::TensorType variant;
+  variant.shape = {arith::Expr(n), arith::make_int(1), arith::Expr(q) * 8};
+  for (const ValueFacts& shape : {known, tensor(vm::DType::kInt64, {3})}) {  // known, run time
+    KernelBinding b = bind("Expand", {}, {x, shape}, {y});
+    ops::OpInstance op = b.build({variant});
+    const auto& out = op.outputs[0]->shape();
+    ASSERT_EQ(out.size(), 3u) << b.key;
+    EXPECT_TRUE(arith::structural_equal(out[2], arith::Expr(q) * 8)) << b.key;
+    EXPECT_EQ(out[1].int_value(), 5) << b.key;
+  }
+}
+
 TEST(Binding, ConvSamePaddingComesFromTheArgumentTypes) {
   ValueFacts x = tensor(vm::DType::kFloat32, {1, 2, 7, 7}),
              w = tensor(vm::DType::kFloat32, {4, 2, 3, 3});
