@@ -39,7 +39,7 @@ ConvGeometry conv_geometry(const std::string& op, const TensorType& x, const Ten
   // int32 too: ConvInteger's accumulation (frontends/onnx/expand_integer.h).
   if (x.dtype != vm::DType::kInt32) check_float_input(x, op, "X");
   // conv_transpose's compute and schedule are rank-generic; conv's template is 1-D and 2-D.
-  const size_t max_rank = transpose ? 5 : 4;
+  const size_t max_rank = 5;
   if (x.shape.size() < 3 || x.shape.size() > max_rank) {
     user_error(op, ": X must be [N, C, spatial...] with 1 to ", max_rank - 2,
                " spatial dims, got rank ", x.shape.size());
@@ -174,19 +174,24 @@ te::Schedule conv_schedule(const ConvStages& st, const std::vector<KnobSpec>& sp
 
   te::Stage& so = s[st.tiled];
   const size_t rank = so.num_axes();
+  // 3-D convs ([N, C, D, H, W]) tile H and W like a 2-D conv's rows and columns, each depth
+  // a loop around the rows.
+  const bool has_rows = rank >= 4;
+  const te::IterVarRef depth = rank == 5 ? so.axis(2) : te::IterVarRef();
   auto [oco, oci] = so.split(so.axis(1), oc_block);
   auto [owo, owi] = so.split(so.axis(rank - 1), ow_block);
   std::vector<te::IterVarRef> order{so.axis(0), oco};
   te::IterVarRef rows, ohi;
-  if (rank == 4) std::tie(rows, ohi) = so.split(so.axis(2), oh_block);
-  if (rank == 4) order.push_back(rows);
+  if (has_rows) std::tie(rows, ohi) = so.split(so.axis(rank - 2), oh_block);
+  if (depth) order.push_back(depth);
+  if (has_rows) order.push_back(rows);
   order.insert(order.end(), {owo, oci});
-  if (rank == 4) order.push_back(ohi);
+  if (has_rows) order.push_back(ohi);
   order.push_back(owi);
   so.reorder(order);
   so.vectorize(owi);
   so.unroll(oci);
-  if (rank == 4) so.unroll(ohi);
+  if (has_rows) so.unroll(ohi);
   if (parallel) {
     // A fused loop whose inner extents are symbolic decomposes its index by them, and bound
     // inference cannot prove the accumulator's region in range there: guarded updates stay
@@ -202,16 +207,20 @@ te::Schedule conv_schedule(const ConvStages& st, const std::vector<KnobSpec>& sp
     // one parallel loop per kernel, where the rows alone made one per channel block, each
     // too short to split (PP-OCRv4 det's 5x5 depthwise layers ran no faster on 2 threads).
     const std::vector<arith::Expr>& shape = so.tensor()->shape();
-    const bool static_rows = rank != 4 || shape[2].is_int_imm();
+    const bool static_rows =
+        !has_rows || (shape[rank - 2].is_int_imm() && (!depth || shape[2].is_int_imm()));
     const bool many_blocks =
         shape[1].is_int_imm() && (shape[1].int_value() + oc_block - 1) / oc_block >= kManyBlocks;
     if (static_rows) {
       te::IterVarRef outer = so.fuse(so.axis(0), oco);
-      if (rank == 4) outer = so.fuse(outer, rows);
+      if (depth) outer = so.fuse(outer, depth);
+      if (has_rows) outer = so.fuse(outer, rows);
       so.parallel(outer);
-      if (rank == 4) rows = outer;
+      if (has_rows) rows = outer;
     } else if (many_blocks) {
       so.parallel(so.fuse(so.axis(0), oco));
+    } else if (depth) {
+      so.parallel(depth);  // a 3-D conv's depths: more of them than channel blocks
     } else {
       so.parallel(rows);
     }
@@ -232,7 +241,7 @@ te::Schedule conv_schedule(const ConvStages& st, const std::vector<KnobSpec>& sp
 
   te::Stage& sa = accumulate_at(s, acc, so, owo);
   sa.unroll(sa.axis(1));
-  if (rank == 4) sa.unroll(sa.axis(2));
+  if (has_rows) sa.unroll(sa.axis(rank - 2));
   if (unroll_kw) sa.unroll(sa.reduce_axis(sa.num_reduce_axes() - 1));
   return s;
 }

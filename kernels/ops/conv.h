@@ -55,8 +55,9 @@ struct ConvAttrs {
   std::vector<int64_t> output_padding;  // conv_transpose only (default 0)
 };
 
-// x: [N, C, (H,) W], w: [M, C/groups, (kH,) kW], bias: [M] -> [N, M, (OH,) OW] with
-// OH = floordiv(H + pad_begin + pad_end - d*(kH-1) - 1, s) + 1.
+// x: [N, C, (D,) (H,) W], w: [M, C/groups, (kD,) (kH,) kW], bias: [M] -> [N, M, (OD,)
+// (OH,) OW] with OH = floordiv(H + pad_begin + pad_end - d*(kH-1) - 1, s) + 1 (3-D convs
+// take the 2-D template with a loop over depths).
 OpInstance conv(const TensorType& x, const TensorType& w, const std::optional<TensorType>& bias,
                 const ConvAttrs& attrs = {});
 

@@ -6,6 +6,7 @@
 #include "kernels/ops/conv.h"
 
 #include <algorithm>
+#include <array>
 #include <sstream>
 
 #include "kernels/arith/analyzer.h"
@@ -574,6 +575,79 @@ TEST(Convolutions, ConvTransposeWithOneTapPerOutput) {
   for (const vm::Shape& s : std::vector<vm::Shape>{{1, 3, 1}, {2, 3, 17}, {1, 3, 40}}) {
     check(lib, "conv_t1d_one_tap", s, rng);
   }
+}
+
+// Y[n, m, z, y, x] = b[m] + sum_{c, kd, kh, kw} X[n, g*C/G + c, z*s - p + kd*d, ...] W[m, c, ...],
+// for a 3-D conv (the 2-D reference above lifts 1-D ops only).
+std::vector<double> conv3d_ref(const vm::Tensor& x, const vm::Shape& xs, const vm::Tensor& w,
+                               const vm::Shape& ws, const vm::Tensor& b, const ConvAttrs& a,
+                               vm::Shape* out) {
+  const int64_t n = xs[0], c = xs[1], cig = ws[1], m = ws[0], mog = m / a.groups;
+  std::array<int64_t, 3> in{xs[2], xs[3], xs[4]}, k{ws[2], ws[3], ws[4]}, o{};
+  for (size_t d = 0; d < 3; ++d) {
+    o[d] = (in[d] + a.pads[d] + a.pads[d + 3] - a.dilations[d] * (k[d] - 1) - 1) / a.strides[d] + 1;
+  }
+  *out = {n, m, o[0], o[1], o[2]};
+  std::vector<double> y;
+  for (int64_t in_ = 0; in_ < n; ++in_)
+    for (int64_t im = 0; im < m; ++im)
+      for (int64_t z = 0; z < o[0]; ++z)
+        for (int64_t yy = 0; yy < o[1]; ++yy)
+          for (int64_t xx = 0; xx < o[2]; ++xx) {
+            double acc = at(b, im);
+            for (int64_t ic = 0; ic < cig; ++ic)
+              for (int64_t kz = 0; kz < k[0]; ++kz)
+                for (int64_t ky = 0; ky < k[1]; ++ky)
+                  for (int64_t kx = 0; kx < k[2]; ++kx) {
+                    const int64_t iz = z * a.strides[0] - a.pads[0] + kz * a.dilations[0];
+                    const int64_t iy = yy * a.strides[1] - a.pads[1] + ky * a.dilations[1];
+                    const int64_t ix = xx * a.strides[2] - a.pads[2] + kx * a.dilations[2];
+                    if (iz < 0 || iz >= in[0] || iy < 0 || iy >= in[1] || ix < 0 || ix >= in[2]) {
+                      continue;
+                    }
+                    const int64_t ch = im / mog * cig + ic;
+                    acc += at(x, (((in_ * c + ch) * in[0] + iz) * in[1] + iy) * in[2] + ix) *
+                           at(w, (((im * cig + ic) * k[0] + kz) * k[1] + ky) * k[2] + kx);
+                  }
+            y.push_back(acc);
+          }
+  return y;
+}
+
+// 3-D convs (video, volumes): the NCHW template tiles H and W like a 2-D conv's rows and
+// columns, with a loop over depths around them (in parallel when the depth is symbolic).
+// Symbolic D, H and W, one kernel at several sizes; strides, asymmetric pads, dilation,
+// groups; and a static shape.
+TEST(Convolutions, Conv3dOverSymbolicDepthHeightAndWidth) {
+  arith::Var d("d");
+  const ConvAttrs strided{{1, 2, 1}, {1, 0, 2, 0, 1, 1}, {2, 1, 1}, 2, {}};
+  const ConvAttrs plain{{1, 1, 1}, {1, 1, 1, 1, 1, 1}, {1, 1, 1}, 1, {}};
+  const vm::Shape w1{6, 2, 3, 3, 2}, w2{16, 3, 3, 3, 3};
+  auto op = [](const TensorType& x, const vm::Shape& w, const ConvAttrs& a) {
+    return conv(x, {kF32, dims(w)}, TensorType{kF32, dims({w[0]})}, a);
+  };
+  OpLibrary lib = OpLibrary::build({
+      {"conv3d_strided_groups_sym", op({kF32, {kN, 4, d, kH, kW}}, w1, strided)},
+      {"conv3d_pad1_sym", op({kF32, {kN, 3, d, kH, kW}}, w2, plain)},
+      {"conv3d_pad1_static", op({kF32, dims({1, 3, 4, 6, 19})}, w2, plain)},
+  });
+  std::mt19937 rng(33);
+  auto check3d = [&](const std::string& symbol, const vm::Shape& xs, const vm::Shape& ws,
+                     const ConvAttrs& a) {
+    vm::Tensor x = random_tensor(xs, kF32, rng), w = random_tensor(ws, kF32, rng),
+               b = random_tensor({ws[0]}, kF32, rng);
+    vm::Shape out;
+    std::vector<double> want = conv3d_ref(x, xs, w, ws, b, a, &out);
+    vm::Tensor y = run_op(lib, symbol, {x, w, b}, out, kF32);
+    expect_close(y, want, 1e-4, 1e-5, symbol + " " + shape_name(xs));
+  };
+  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 4, 4, 5, 4}, {2, 4, 6, 9, 17}, {1, 4, 5, 2, 33}}) {
+    check3d("conv3d_strided_groups_sym", s, w1, strided);
+  }
+  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 3, 1, 1, 1}, {2, 3, 5, 7, 18}, {1, 3, 9, 4, 40}}) {
+    check3d("conv3d_pad1_sym", s, w2, plain);
+  }
+  check3d("conv3d_pad1_static", {1, 3, 4, 6, 19}, w2, plain);
 }
 
 TEST(ConvBuilders, OutputDimsAreArithExpressions) {
