@@ -14,10 +14,7 @@ import sys, math, os
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-try:
-    torch.backends.mha.set_fastpath_enabled(False)
-except Exception:
-    pass
+import zoo_export
 
 
 # 1. Whisper-style audio encoder
@@ -239,12 +236,4 @@ def build(name):
 
 
 if __name__ == '__main__':
-    out = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
-    only = sys.argv[2:] or list(MODELS)
-    for name in only:
-        cls, ex, ins, outs, axes = MODELS[name]
-        m = build(name)
-        # grad mode on: keeps nn.MultiheadAttention off its (unexportable) fast path in torch 1.13
-        torch.onnx.export(m, ex(), f"{out}/{name}.onnx", input_names=ins, output_names=outs,
-                          dynamic_axes=axes, opset_version=17)
-        print(name, sum(p.numel() for p in m.parameters()), 'params')
+    zoo_export.main(MODELS, build)
