@@ -184,12 +184,11 @@ KernelBinding bind_pad(const BindContext& ctx) {
         known_key += d.is_const() ? std::to_string(d.value()) + "," : std::string("?,");
       }
     }
-    return kernel_binding(ctx, "Pad",
-                          str_cat("run_time;mode=", static_cast<int>(mode), ";known=", known_key, key),
-                          args, [=](const auto& t) {
-                            return ops::pad_at_run_time(t[0], t[1], value ? &t[2] : nullptr, mode,
-                                                        shape, known);
-                          });
+    return kernel_binding(
+        ctx, "Pad", str_cat("run_time;mode=", static_cast<int>(mode), ";known=", known_key, key),
+        args, [=](const auto& t) {
+          return ops::pad_at_run_time(t[0], t[1], value ? &t[2] : nullptr, mode, shape, known);
+        });
   }
   std::vector<int64_t> pads = ctx.const_ints(1, "Pad's pads");
   double value = 0;

@@ -36,7 +36,7 @@ KernelBinding bind_dft(const BindContext& ctx) {
                         length ? std::vector<size_t>{0, 1} : std::vector<size_t>{0},
                         [=](const auto& t) {
                           return ops::dft(t[0], length ? &t[1] : nullptr, axis, inverse,
-                                         in_variant(shape, from, t[0].shape));
+                                          in_variant(shape, from, t[0].shape));
                         });
 }
 

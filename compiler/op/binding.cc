@@ -179,7 +179,8 @@ std::vector<arith::Expr> in_variant(const std::vector<arith::Expr>& dims,
                                     const std::vector<arith::Expr>& variant) {
   tir::VarMap map;
   for (size_t k = 0; k < original.size() && k < variant.size(); ++k) {
-    if (original[k].kind() == arith::ExprKind::kVar && !arith::structural_equal(original[k], variant[k])) {
+    if (original[k].kind() == arith::ExprKind::kVar &&
+        !arith::structural_equal(original[k], variant[k])) {
       map[arith::Var(original[k]).id()] = variant[k];
     }
   }

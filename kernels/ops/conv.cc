@@ -38,7 +38,7 @@ ConvGeometry conv_geometry(const std::string& op, const TensorType& x, const Ten
                            bool transpose) {
   // int32 too: ConvInteger's accumulation (frontends/onnx/expand_integer.h).
   if (x.dtype != vm::DType::kInt32) check_float_input(x, op, "X");
-  // conv_transpose's compute and schedule are rank-generic; conv's template is 1-D and 2-D.
+  // Both are 1-D to 3-D (conv's 3-D template is its 2-D one with a loop over depths).
   const size_t max_rank = 5;
   if (x.shape.size() < 3 || x.shape.size() > max_rank) {
     user_error(op, ": X must be [N, C, spatial...] with 1 to ", max_rank - 2,

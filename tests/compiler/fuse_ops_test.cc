@@ -226,8 +226,7 @@ fn @main(%x: f32[n, 4, l], %w: f32[8, 4, 3]) {
                    w.data_as<float>()[(o * 4 + c) * 3 + k];
             }
           }
-          EXPECT_NEAR(y.data_as<float>()[(b * 8 + o) * out_len + p], 0.5 * std::max(s, 0.0),
-                      1e-5)
+          EXPECT_NEAR(y.data_as<float>()[(b * 8 + o) * out_len + p], 0.5 * std::max(s, 0.0), 1e-5)
               << "l " << l;
         }
       }

@@ -641,10 +641,12 @@ TEST(Convolutions, Conv3dOverSymbolicDepthHeightAndWidth) {
     vm::Tensor y = run_op(lib, symbol, {x, w, b}, out, kF32);
     expect_close(y, want, 1e-4, 1e-5, symbol + " " + shape_name(xs));
   };
-  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 4, 4, 5, 4}, {2, 4, 6, 9, 17}, {1, 4, 5, 2, 33}}) {
+  for (const vm::Shape& s :
+       std::vector<vm::Shape>{{1, 4, 4, 5, 4}, {2, 4, 6, 9, 17}, {1, 4, 5, 2, 33}}) {
     check3d("conv3d_strided_groups_sym", s, w1, strided);
   }
-  for (const vm::Shape& s : std::vector<vm::Shape>{{1, 3, 1, 1, 1}, {2, 3, 5, 7, 18}, {1, 3, 9, 4, 40}}) {
+  for (const vm::Shape& s :
+       std::vector<vm::Shape>{{1, 3, 1, 1, 1}, {2, 3, 5, 7, 18}, {1, 3, 9, 4, 40}}) {
     check3d("conv3d_pad1_sym", s, w2, plain);
   }
   check3d("conv3d_pad1_static", {1, 3, 4, 6, 19}, w2, plain);
