@@ -492,8 +492,11 @@ OpInstance pad_at_run_time(const TensorType& x, const TensorType& pads, const Te
       const std::optional<int64_t> begin = known_pad(k), end = known_pad(k + rank);
       if (begin && end) {
         // Both known (a shape computation's zeros): the constant form, no read, and no
-        // condition on an axis that is not padded.
-        idx.push_back(pad_source(mode, i[k], *begin, *end, d));
+        // condition on an axis that is not padded. Nobody checked a reflect pad against a
+        // static dim at compile time here: its read is clamped inside x all the same.
+        Expr source = pad_source(mode, i[k], *begin, *end, d);
+        const bool reflected = mode == PadMode::kReflect && (*begin > 0 || *end > 0);
+        idx.push_back(reflected && d.is_int_imm() ? clamp(source, 0, d - 1) : source);
         Expr src = *begin == 0 ? Expr(i[k]) : i[k] - *begin;
         if (*begin > 0) inside = arith::logical_and(inside, arith::ge(src, 0));
         if (*end > 0) inside = arith::logical_and(inside, arith::lt(src, d));
